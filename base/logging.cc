@@ -1,0 +1,95 @@
+#include "base/logging.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <mutex>
+
+namespace kolo {
+namespace {
+
+std::atomic<int> g_level{static_cast<int>(LogLevel::kWarning)};
+std::atomic<int> g_rank{-1};
+std::atomic<int> g_size{-1};
+
+spdlog::logger& Logger() {
+  // Own logger (not spdlog's default) so an application's spdlog settings stay its own.
+  static std::shared_ptr<spdlog::logger> logger = [] {
+    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    auto l = std::make_shared<spdlog::logger>("kolo", sink);
+    l->set_level(spdlog::level::trace);
+    l->set_pattern("%Y-%m-%d %H:%M:%S.%e %v");
+    return l;
+  }();
+  return *logger;
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+spdlog::level::level_enum ToSpd(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace: return spdlog::level::trace;
+    case LogLevel::kDebug: return spdlog::level::debug;
+    case LogLevel::kInfo: return spdlog::level::info;
+    case LogLevel::kWarning: return spdlog::level::warn;
+    case LogLevel::kError: return spdlog::level::err;
+    case LogLevel::kFatal: return spdlog::level::critical;
+  }
+  return spdlog::level::info;
+}
+
+std::string_view LevelTag(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace: return "T";
+    case LogLevel::kDebug: return "D";
+    case LogLevel::kInfo: return "I";
+    case LogLevel::kWarning: return "W";
+    case LogLevel::kError: return "E";
+    case LogLevel::kFatal: return "F";
+  }
+  return "?";
+}
+
+}  // namespace
+
+StatusOr<LogLevel> ParseLogLevel(std::string_view text) {
+  std::string t(text);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (t == "trace") return LogLevel::kTrace;
+  if (t == "debug") return LogLevel::kDebug;
+  if (t == "info") return LogLevel::kInfo;
+  if (t == "warning" || t == "warn") return LogLevel::kWarning;
+  if (t == "error") return LogLevel::kError;
+  if (t == "fatal") return LogLevel::kFatal;
+  return InvalidArgumentError("unknown log level '" + std::string(text) +
+                              "' (expected trace, debug, info, warning, error or fatal)");
+}
+
+void ConfigureLogging(LogLevel level, bool hide_time) {
+  g_level = static_cast<int>(level);
+  Logger().set_pattern(hide_time ? "%v" : "%Y-%m-%d %H:%M:%S.%e %v");
+}
+
+void SetLogRank(int rank, int size) {
+  g_rank = rank;
+  g_size = size;
+}
+
+bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
+
+void LogMessage(LogLevel level, std::string_view subsystem, std::string_view message) {
+  static const std::string host = HostName();
+  static const int pid = static_cast<int>(getpid());
+  Logger().log(ToSpd(level), "{} [{}:{} rank {}/{} {}] {}", LevelTag(level), host, pid,
+               g_rank.load(), g_size.load(), subsystem, message);
+}
+
+}  // namespace kolo

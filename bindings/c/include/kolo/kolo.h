@@ -1,0 +1,209 @@
+/*
+ * kolo.h — the public C99 API of kolo, a collective-communication runtime for data-parallel
+ * training in the style of Horovod.
+ *
+ * Model: every process (rank) submits named tensors with the *_async functions from any thread.
+ * A background thread per process negotiates with the other ranks which names are ready
+ * everywhere (coordinator at rank 0), fuses compatible all-reduces into one buffer and runs the
+ * collective. Each submission returns a kolo_handle_t that is polled or waited on.
+ *
+ * Rules that hold for every function below unless it says otherwise:
+ *  - Thread safety: every function may be called from any thread, concurrently, after
+ *    kolo_init() returned KOLO_SUCCESS. kolo_init/kolo_shutdown must not race each other.
+ *  - Names: a tensor name identifies one operation across ranks; every rank must submit the same
+ *    name with matching parameters. A name may be reused once its previous operation completed;
+ *    submitting a name that is still in flight on the same rank fails at submission with
+ *    KOLO_ERR_INVALID_ARGUMENT and the earlier operation is unaffected.
+ *  - Buffers: the caller owns input and output buffers and must keep them valid and unmodified
+ *    until the handle completes. `output == input` selects the in-place variant; otherwise the
+ *    input is never written. A failed operation leaves the output untouched when the failure is
+ *    detected by negotiation (mismatch, shutdown); a transport failure during the collective
+ *    itself may leave the output partially written.
+ *  - Shapes: `ndim` in [0, KOLO_MAX_DIMS], `shape` gives the extent of each dimension (elements).
+ *    A zero-element tensor is valid.
+ *  - Errors: functions return kolo_status_t. A mismatch between ranks (dtype, shape, operation,
+ *    root, reduce op, scale factors) completes the handle on every rank with
+ *    KOLO_ERR_INVALID_ARGUMENT and a message naming the tensor, the ranks and both values, e.g.
+ *    "allreduce 'grad/fc1': shape mismatch: rank 0 has [3,4], rank 1 has [4,3]".
+ */
+#ifndef KOLO_KOLO_H_
+#define KOLO_KOLO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KOLO_API __attribute__((visibility("default")))
+#else
+#define KOLO_API
+#endif
+
+#define KOLO_VERSION_MAJOR 0
+#define KOLO_VERSION_MINOR 1
+#define KOLO_VERSION_PATCH 0
+
+/* Largest number of dimensions of a tensor. */
+#define KOLO_MAX_DIMS 16
+
+/* Status codes (Abseil's code set, same numbers). */
+typedef enum {
+  KOLO_SUCCESS = 0,
+  KOLO_ERR_CANCELLED = 1,
+  KOLO_ERR_UNKNOWN = 2,
+  KOLO_ERR_INVALID_ARGUMENT = 3,   /* the caller's input, or a mismatch between ranks */
+  KOLO_ERR_DEADLINE_EXCEEDED = 4,  /* a stall or timeout */
+  KOLO_ERR_NOT_FOUND = 5,
+  KOLO_ERR_ALREADY_EXISTS = 6,
+  KOLO_ERR_PERMISSION_DENIED = 7,
+  KOLO_ERR_RESOURCE_EXHAUSTED = 8, /* out of memory */
+  KOLO_ERR_FAILED_PRECONDITION = 9,/* not initialised, or shut down */
+  KOLO_ERR_ABORTED = 10,
+  KOLO_ERR_OUT_OF_RANGE = 11,
+  KOLO_ERR_UNIMPLEMENTED = 12,
+  KOLO_ERR_INTERNAL = 13,
+  KOLO_ERR_UNAVAILABLE = 14,       /* a peer is gone */
+  KOLO_ERR_DATA_LOSS = 15,
+  KOLO_ERR_UNAUTHENTICATED = 16
+} kolo_status_t;
+
+/* Element types; the values are Horovod's DataType numbers. */
+typedef enum {
+  KOLO_UINT8 = 0,
+  KOLO_INT8 = 1,
+  KOLO_UINT16 = 2,
+  KOLO_INT16 = 3,
+  KOLO_INT32 = 4,
+  KOLO_INT64 = 5,
+  KOLO_FLOAT16 = 6, /* IEEE 754 binary16 */
+  KOLO_FLOAT32 = 7,
+  KOLO_FLOAT64 = 8,
+  KOLO_BOOL = 9,    /* one byte, 0 or 1 */
+  KOLO_BFLOAT16 = 10
+} kolo_dtype_t;
+
+/* Reduction operations; the values are Horovod's ReduceOp numbers.
+ * Sum of bool is logical OR, Product and Min of bool are logical AND, Max of bool is OR.
+ * Average = Sum, then division by the number of ranks. For integer dtypes the division
+ * truncates toward zero (C's `/`); Average is refused for bool.
+ * float16/bfloat16 are reduced in float32 and rounded to the storage type once, at the end. */
+typedef enum {
+  KOLO_OP_AVERAGE = 0,
+  KOLO_OP_SUM = 1,
+  KOLO_OP_ADASUM = 2, /* reserved: refused with KOLO_ERR_UNIMPLEMENTED */
+  KOLO_OP_MIN = 3,
+  KOLO_OP_MAX = 4,
+  KOLO_OP_PRODUCT = 5
+} kolo_reduce_op_t;
+
+/* One submitted operation. Opaque; free with kolo_handle_free. */
+typedef struct kolo_handle_s* kolo_handle_t;
+
+/* ---- life cycle ---------------------------------------------------------------------------- */
+
+/* Initialises kolo on every rank of MPI_COMM_WORLD. Collective: every rank must call it.
+ * Initialises MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) when the application has not;
+ * otherwise attaches to the application's MPI (which must provide at least
+ * MPI_THREAD_SERIALIZED). Blocking. Calling it when already initialised is a no-op returning
+ * KOLO_SUCCESS. Reads the KOLO_* environment variables (HOROVOD_* twins accepted).
+ * Errors: KOLO_ERR_FAILED_PRECONDITION (MPI finalised, or thread level too low),
+ * KOLO_ERR_INVALID_ARGUMENT (a malformed KOLO_* variable), KOLO_ERR_INTERNAL (MPI failed). */
+KOLO_API kolo_status_t kolo_init(void);
+
+/* Stops the background thread on every rank. Collective in effect: once one rank shuts down,
+ * the others' pending and later operations fail with KOLO_ERR_FAILED_PRECONDITION naming that
+ * rank. Operations pending on this rank complete with KOLO_ERR_FAILED_PRECONDITION.
+ * Blocking. kolo_init() may be called again afterwards. MPI is not finalised here: if kolo
+ * initialised MPI, it is finalised at process exit. Safe to call when not initialised. */
+KOLO_API kolo_status_t kolo_shutdown(void);
+
+/* 1 when kolo_init succeeded and kolo_shutdown has not been called since, else 0. */
+KOLO_API int kolo_is_initialized(void);
+
+/* Rank layout; -1 when not initialised. local = ranks on this node
+ * (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), cross = ranks with the same local rank. */
+KOLO_API int kolo_rank(void);
+KOLO_API int kolo_size(void);
+KOLO_API int kolo_local_rank(void);
+KOLO_API int kolo_local_size(void);
+KOLO_API int kolo_cross_rank(void);
+KOLO_API int kolo_cross_size(void);
+
+/* ---- operations ---------------------------------------------------------------------------- */
+
+/* All-reduce `input` (shape[0..ndim), dtype) across all ranks into `output` (same shape and
+ * dtype; may equal `input` for in-place). output = postscale * reduce_r(prescale * input_r),
+ * Average also divides by the number of ranks. Scale factors apply to floating dtypes in the
+ * dtype's precision (float16/bfloat16 in float32); for integer dtypes the scaled value is
+ * computed in double and truncated toward zero; for bool they must be 1.
+ * Non-blocking: returns after queueing; *handle receives the handle on KOLO_SUCCESS.
+ * Errors at submission: KOLO_ERR_INVALID_ARGUMENT (NULL name/handle, bad dtype/op/ndim,
+ * name in flight), KOLO_ERR_FAILED_PRECONDITION (not initialised, shut down),
+ * KOLO_ERR_UNIMPLEMENTED (Adasum). */
+KOLO_API kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
+                                            kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                            kolo_reduce_op_t op, double prescale_factor,
+                                            double postscale_factor, kolo_handle_t* handle);
+
+/* All-gather along the first dimension: rank r contributes `input` with shape
+ * [d_r, shape[1], ...]; the output has shape [sum_r d_r, shape[1], ...], ranks in order.
+ * The first dimension may differ per rank; the others and the dtype must match (ndim >= 1).
+ * The output is allocated by kolo, owned by the handle, and read with kolo_handle_output.
+ * Non-blocking. Errors as kolo_allreduce_async. */
+KOLO_API kolo_status_t kolo_allgather_async(const char* name, const void* input,
+                                            kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                            kolo_handle_t* handle);
+
+/* Broadcast `root_rank`'s `input` to every rank's `output` (same shape and dtype on every rank;
+ * output may equal input). On the root, output receives a copy of input. Non-blocking.
+ * Errors as kolo_allreduce_async, plus KOLO_ERR_INVALID_ARGUMENT for root out of range. */
+KOLO_API kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output,
+                                            kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                            int root_rank, kolo_handle_t* handle);
+
+/* ---- handles ------------------------------------------------------------------------------- */
+
+/* 1 when the operation has completed (successfully or not), 0 otherwise. Non-blocking. */
+KOLO_API int kolo_poll(kolo_handle_t handle);
+
+/* Blocks until the operation completes and returns its status. */
+KOLO_API kolo_status_t kolo_wait(kolo_handle_t handle);
+
+/* Status of a completed handle (KOLO_ERR_UNAVAILABLE... as reported), or KOLO_ERR_UNKNOWN
+ * while still pending. Non-blocking. */
+KOLO_API kolo_status_t kolo_handle_status(kolo_handle_t handle);
+
+/* The message of a completed, failed handle ("" on success or while pending). The string is
+ * owned by the handle and valid until kolo_handle_free. */
+KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
+
+/* The output of a completed kolo_allgather_async: *data points into memory owned by the handle
+ * (valid until kolo_handle_free), *ndim and shape[0..*ndim) its shape (shape must hold
+ * KOLO_MAX_DIMS). Errors: KOLO_ERR_FAILED_PRECONDITION when the handle is pending, failed, or
+ * not an allgather. */
+KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int* ndim,
+                                          int64_t* shape);
+
+/* Releases the handle. May be called before completion: the operation still runs and its
+ * buffers must stay valid until it would have completed (use kolo_wait first to know when). */
+KOLO_API void kolo_handle_free(kolo_handle_t handle);
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+/* A static, human-readable name for a status code ("INVALID_ARGUMENT"). */
+KOLO_API const char* kolo_status_string(kolo_status_t status);
+
+/* Size of one element of dtype in bytes, or 0 for an unknown dtype. */
+KOLO_API size_t kolo_dtype_size(kolo_dtype_t dtype);
+
+/* Message of the last failed submission or init on the calling thread ("" if none). */
+KOLO_API const char* kolo_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KOLO_KOLO_H_ */

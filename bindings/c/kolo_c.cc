@@ -1,0 +1,205 @@
+// The C API: a thin translation from kolo.h onto the Runtime. The process holds one Runtime
+// pointer (shared, so a submission racing kolo_shutdown keeps it alive until it returns).
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "base/logging.h"
+#include "kolo/kolo.h"
+#include "runtime/mpi_world.h"
+#include "runtime/runtime.h"
+
+struct kolo_handle_s {
+  std::shared_ptr<kolo::Handle> handle;
+};
+
+namespace {
+
+std::mutex g_mu;
+std::shared_ptr<kolo::Runtime> g_runtime;  // guarded by g_mu
+thread_local std::string g_last_error;
+
+std::shared_ptr<kolo::Runtime> CurrentRuntime() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_runtime;
+}
+
+kolo_status_t Fail(const kolo::Status& s) {
+  g_last_error = s.message();
+  return static_cast<kolo_status_t>(s.code());
+}
+
+kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
+                     kolo_handle_t* handle) {
+  g_last_error.clear();
+  if (!handle) return Fail(kolo::InvalidArgumentError("handle pointer is NULL"));
+  *handle = nullptr;
+  if (!sub.name.size()) {
+    return Fail(kolo::InvalidArgumentError(std::string(kolo::OpTypeName(sub.op)) +
+                                           ": name is NULL or empty"));
+  }
+  if (ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shape)) {
+    return Fail(kolo::InvalidArgumentError(std::string(kolo::OpTypeName(sub.op)) + " '" +
+                                           sub.name + "': ndim " + std::to_string(ndim) +
+                                           " outside [0, " + std::to_string(KOLO_MAX_DIMS) +
+                                           "] or shape is NULL"));
+  }
+  sub.shape.assign(shape, shape + ndim);
+  auto runtime = CurrentRuntime();
+  if (!runtime) {
+    return Fail(kolo::FailedPreconditionError(std::string(kolo::OpTypeName(sub.op)) + " '" +
+                                              sub.name + "': kolo is not initialized"));
+  }
+  auto h = runtime->Enqueue(sub);
+  if (!h.ok()) return Fail(h.status());
+  *handle = new kolo_handle_s{std::move(h).value()};
+  return KOLO_SUCCESS;
+}
+
+kolo_status_t CheckDtype(int dtype, const char* name) {
+  if (!kolo::IsValidDataType(dtype)) {
+    return Fail(kolo::InvalidArgumentError(std::string("'") + (name ? name : "") +
+                                           "': unknown dtype " + std::to_string(dtype)));
+  }
+  return KOLO_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+kolo_status_t kolo_init(void) {
+  g_last_error.clear();
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_runtime) return KOLO_SUCCESS;
+  auto config = kolo::ConfigFromEnvironment();
+  if (!config.ok()) return Fail(config.status());
+  kolo::ConfigureLogging(config->log_level, config->log_hide_time);
+  auto world = kolo::AttachToMpi(static_cast<size_t>(config->fusion_chunk_bytes));
+  if (!world.ok()) return Fail(world.status());
+  kolo::SetLogRank(world->layout.rank, world->layout.size);
+  auto runtime = std::make_shared<kolo::Runtime>(*config, world->layout, std::move(world->control),
+                                                 std::move(world->data));
+  kolo::Status s = runtime->Start();
+  if (!s.ok()) return Fail(s);
+  KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
+                config->cycle_time_ms, config->fusion_threshold_bytes, config->fusion_chunk_bytes);
+  g_runtime = std::move(runtime);
+  return KOLO_SUCCESS;
+}
+
+kolo_status_t kolo_shutdown(void) {
+  std::shared_ptr<kolo::Runtime> runtime;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    runtime.swap(g_runtime);
+  }
+  if (runtime) runtime->Shutdown();
+  return KOLO_SUCCESS;
+}
+
+int kolo_is_initialized(void) { return CurrentRuntime() ? 1 : 0; }
+
+#define KOLO_LAYOUT_GETTER(fn, field)         \
+  int fn(void) {                              \
+    auto r = CurrentRuntime();                \
+    return r ? r->layout().field : -1;        \
+  }
+KOLO_LAYOUT_GETTER(kolo_rank, rank)
+KOLO_LAYOUT_GETTER(kolo_size, size)
+KOLO_LAYOUT_GETTER(kolo_local_rank, local_rank)
+KOLO_LAYOUT_GETTER(kolo_local_size, local_size)
+KOLO_LAYOUT_GETTER(kolo_cross_rank, cross_rank)
+KOLO_LAYOUT_GETTER(kolo_cross_size, cross_size)
+#undef KOLO_LAYOUT_GETTER
+
+kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
+                                   kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                   kolo_reduce_op_t op, double prescale_factor,
+                                   double postscale_factor, kolo_handle_t* handle) {
+  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  if (!kolo::IsValidReduceOp(op)) {
+    return Fail(kolo::InvalidArgumentError(std::string("allreduce '") + (name ? name : "") +
+                                           "': unknown reduce op " + std::to_string(int(op))));
+  }
+  kolo::Submission sub;
+  sub.op = kolo::OpType::kAllreduce;
+  sub.name = name ? name : "";
+  sub.input = input;
+  sub.output = output;
+  sub.dtype = static_cast<kolo::DataType>(dtype);
+  sub.reduce_op = static_cast<kolo::ReduceOp>(op);
+  sub.prescale = prescale_factor;
+  sub.postscale = postscale_factor;
+  return Submit(std::move(sub), ndim, shape, handle);
+}
+
+kolo_status_t kolo_allgather_async(const char* name, const void* input, kolo_dtype_t dtype,
+                                   int ndim, const int64_t* shape, kolo_handle_t* handle) {
+  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  kolo::Submission sub;
+  sub.op = kolo::OpType::kAllgather;
+  sub.name = name ? name : "";
+  sub.input = input;
+  sub.dtype = static_cast<kolo::DataType>(dtype);
+  return Submit(std::move(sub), ndim, shape, handle);
+}
+
+kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output,
+                                   kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                   int root_rank, kolo_handle_t* handle) {
+  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  kolo::Submission sub;
+  sub.op = kolo::OpType::kBroadcast;
+  sub.name = name ? name : "";
+  sub.input = input;
+  sub.output = output;
+  sub.dtype = static_cast<kolo::DataType>(dtype);
+  sub.root = root_rank;
+  return Submit(std::move(sub), ndim, shape, handle);
+}
+
+int kolo_poll(kolo_handle_t handle) { return handle && handle->handle->Poll() ? 1 : 0; }
+
+kolo_status_t kolo_wait(kolo_handle_t handle) {
+  if (!handle) return KOLO_ERR_INVALID_ARGUMENT;
+  return static_cast<kolo_status_t>(handle->handle->Wait().code());
+}
+
+kolo_status_t kolo_handle_status(kolo_handle_t handle) {
+  if (!handle) return KOLO_ERR_INVALID_ARGUMENT;
+  if (!handle->handle->Poll()) return KOLO_ERR_UNKNOWN;
+  return static_cast<kolo_status_t>(handle->handle->status().code());
+}
+
+const char* kolo_handle_message(kolo_handle_t handle) {
+  if (!handle || !handle->handle->Poll()) return "";
+  return handle->handle->status().message().c_str();
+}
+
+kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int* ndim,
+                                 int64_t* shape) {
+  if (!handle || !data || !ndim || !shape) return KOLO_ERR_INVALID_ARGUMENT;
+  kolo::Handle& h = *handle->handle;
+  if (!h.Poll() || !h.status().ok() || h.output().shape.empty()) {
+    return KOLO_ERR_FAILED_PRECONDITION;
+  }
+  *data = h.output().data.get();
+  *ndim = static_cast<int>(h.output().shape.size());
+  std::memcpy(shape, h.output().shape.data(), sizeof(int64_t) * h.output().shape.size());
+  return KOLO_SUCCESS;
+}
+
+void kolo_handle_free(kolo_handle_t handle) { delete handle; }
+
+const char* kolo_status_string(kolo_status_t status) {
+  return kolo::StatusCodeName(static_cast<kolo::StatusCode>(status)).data();
+}
+
+size_t kolo_dtype_size(kolo_dtype_t dtype) {
+  return kolo::IsValidDataType(dtype) ? kolo::DataTypeSize(static_cast<kolo::DataType>(dtype)) : 0;
+}
+
+const char* kolo_last_error(void) { return g_last_error.c_str(); }
+
+}  // extern "C"

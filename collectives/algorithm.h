@@ -1,0 +1,46 @@
+// An all-reduce algorithm: a small class with one entry point and the cost formula of the
+// source it follows, so the Selector can rank it (CONVENTIONS.md "An algorithm").
+#ifndef KOLO_COLLECTIVES_ALGORITHM_H_
+#define KOLO_COLLECTIVES_ALGORITHM_H_
+
+#include <cstddef>
+#include <string_view>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "collectives/communicator.h"
+
+namespace kolo {
+
+// Facts every rank shares, so every rank picks the same algorithm without talking.
+struct SelectionInput {
+  size_t bytes = 0;  // message size on the wire
+  size_t count = 0;  // elements
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int ranks = 1;
+  std::string_view backend;  // Communicator::BackendName()
+};
+
+struct AllreduceArgs {
+  const void* send = nullptr;  // == recv for in place
+  void* recv = nullptr;
+  size_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;  // kSum, kMin, kMax or kProduct
+};
+
+class AllreduceAlgorithm {
+ public:
+  virtual ~AllreduceAlgorithm() = default;
+  virtual std::string_view Name() const = 0;
+  // OK, or kUnimplemented with the reason this algorithm cannot run this input.
+  virtual Status Supports(const SelectionInput& in) const = 0;
+  // Predicted time (alpha-beta-gamma model); the same on every rank for the same input.
+  virtual double EstimateMicros(const SelectionInput& in) const = 0;
+  virtual Status Run(Communicator& comm, const AllreduceArgs& args) = 0;
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_ALGORITHM_H_

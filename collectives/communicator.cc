@@ -1,0 +1,25 @@
+#include "collectives/communicator.h"
+
+namespace kolo {
+
+Status Communicator::NoNative(std::string_view what) const {
+  return UnimplementedError(std::string(BackendName()) + " has no native " + std::string(what));
+}
+
+Status Communicator::SendRecv(const void*, size_t, int, void*, size_t, int, int) {
+  return NoNative("SendRecv");
+}
+Status Communicator::Allreduce(const void*, void*, size_t, DataType, ReduceOp) {
+  return NoNative("Allreduce");
+}
+Status Communicator::Allgatherv(const void*, size_t, void*, const std::vector<size_t>&) {
+  return NoNative("Allgatherv");
+}
+Status Communicator::Broadcast(void*, size_t, int) { return NoNative("Broadcast"); }
+Status Communicator::Barrier() { return NoNative("Barrier"); }
+Status Communicator::GatherBytes(const std::string&, std::vector<std::string>*, int) {
+  return NoNative("GatherBytes");
+}
+Status Communicator::BroadcastBytes(std::string*, int) { return NoNative("BroadcastBytes"); }
+
+}  // namespace kolo

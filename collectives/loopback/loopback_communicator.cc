@@ -1,0 +1,178 @@
+#include "collectives/loopback/loopback_communicator.h"
+
+#include <cstring>
+
+#include "collectives/reduce.h"
+
+namespace kolo {
+
+LoopbackWorld::LoopbackWorld(int size, std::chrono::milliseconds deadline)
+    : size_(size), deadline_(deadline), posts_(size, nullptr) {}
+
+Status LoopbackWorld::Arrive(int rank, const char* what) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!abort_reason_.empty()) return UnavailableError(abort_reason_);
+  const uint64_t gen = generation_;
+  if (++arrived_ == size_) {
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return Status::OK();
+  }
+  const bool done = cv_.wait_for(lock, deadline_, [&] {
+    return generation_ != gen || !abort_reason_.empty();
+  });
+  if (!abort_reason_.empty()) return UnavailableError(abort_reason_);
+  if (!done) {
+    return DeadlineExceededError("loopback rank " + std::to_string(rank) + "/" +
+                                 std::to_string(size_) + " still blocked in " + what +
+                                 " after " + std::to_string(deadline_.count()) + " ms");
+  }
+  return Status::OK();
+}
+
+Status LoopbackWorld::Exchange(int rank, const void* mine,
+                               const std::function<void(const std::vector<const void*>&)>& consume,
+                               const char* what) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    posts_[rank] = mine;
+  }
+  KOLO_RETURN_IF_ERROR(Arrive(rank, what));
+  std::vector<const void*> posts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    posts = posts_;
+  }
+  consume(posts);
+  return Arrive(rank, what);
+}
+
+void LoopbackWorld::Abort(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  abort_reason_ = why.empty() ? "loopback world aborted" : why;
+  cv_.notify_all();
+}
+
+void LoopbackWorld::Post(int src, int dst, int tag, std::string payload) {
+  std::lock_guard<std::mutex> lock(mu_);
+  mail_[{src, dst, tag}].push_back(std::move(payload));
+  cv_.notify_all();
+}
+
+Status LoopbackWorld::Take(int src, int dst, int tag, std::string* payload, int rank) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto key = std::make_tuple(src, dst, tag);
+  const bool ok = cv_.wait_for(lock, deadline_, [&] {
+    auto it = mail_.find(key);
+    return (it != mail_.end() && !it->second.empty()) || !abort_reason_.empty();
+  });
+  if (!abort_reason_.empty()) return UnavailableError(abort_reason_);
+  if (!ok) {
+    return DeadlineExceededError("loopback rank " + std::to_string(rank) +
+                                 " still blocked in SendRecv(from=" + std::to_string(src) +
+                                 ", tag=" + std::to_string(tag) + ")");
+  }
+  auto& q = mail_[key];
+  *payload = std::move(q.front());
+  q.pop_front();
+  return Status::OK();
+}
+
+Status LoopbackCommunicator::SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
+                                      size_t recv_bytes, int src, int tag) {
+  if (send_bytes) {
+    world_->Post(rank_, dst, tag, std::string(static_cast<const char*>(send), send_bytes));
+  }
+  if (recv_bytes) {
+    std::string got;
+    KOLO_RETURN_IF_ERROR(world_->Take(src, rank_, tag, &got, rank_));
+    if (got.size() != recv_bytes) {
+      return InternalError("loopback SendRecv: expected " + std::to_string(recv_bytes) +
+                           " bytes from rank " + std::to_string(src) + ", got " +
+                           std::to_string(got.size()));
+    }
+    std::memcpy(recv, got.data(), recv_bytes);
+  }
+  return Status::OK();
+}
+
+Status LoopbackCommunicator::Allreduce(const void* send, void* recv, size_t count, DataType dtype,
+                                       ReduceOp op) {
+  const size_t bytes = count * DataTypeSize(dtype);
+  // Computed into a private buffer first: with send == recv on some rank, writing recv while
+  // a peer still reads it would race.
+  std::string result(bytes, '\0');
+  Status reduce_status;
+  KOLO_RETURN_IF_ERROR(world_->Exchange(
+      rank_, send,
+      [&](const std::vector<const void*>& posts) {
+        if (bytes) std::memcpy(result.data(), posts[0], bytes);
+        for (size_t r = 1; r < posts.size() && reduce_status.ok(); ++r) {
+          reduce_status = ReduceInto(result.data(), posts[r], count, dtype, op);
+        }
+      },
+      "Allreduce"));
+  KOLO_RETURN_IF_ERROR(reduce_status);
+  if (bytes) std::memcpy(recv, result.data(), bytes);
+  return Status::OK();
+}
+
+Status LoopbackCommunicator::Allgatherv(const void* send, size_t send_bytes, void* recv,
+                                        const std::vector<size_t>& recv_bytes) {
+  if (recv_bytes.size() != static_cast<size_t>(Size()) || recv_bytes[rank_] != send_bytes) {
+    return InvalidArgumentError("loopback Allgatherv: counts do not match");
+  }
+  return world_->Exchange(
+      rank_, send,
+      [&](const std::vector<const void*>& posts) {
+        size_t off = 0;
+        for (size_t r = 0; r < posts.size(); ++r) {
+          if (recv_bytes[r]) std::memcpy(static_cast<char*>(recv) + off, posts[r], recv_bytes[r]);
+          off += recv_bytes[r];
+        }
+      },
+      "Allgatherv");
+}
+
+Status LoopbackCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
+  std::string copy;
+  KOLO_RETURN_IF_ERROR(world_->Exchange(
+      rank_, buffer,
+      [&](const std::vector<const void*>& posts) {
+        if (rank_ != root) copy.assign(static_cast<const char*>(posts[root]), bytes);
+      },
+      "Broadcast"));
+  if (rank_ != root && bytes) std::memcpy(buffer, copy.data(), bytes);
+  return Status::OK();
+}
+
+Status LoopbackCommunicator::Barrier() {
+  return world_->Exchange(rank_, nullptr, [](const std::vector<const void*>&) {}, "Barrier");
+}
+
+Status LoopbackCommunicator::GatherBytes(const std::string& mine, std::vector<std::string>* all,
+                                         int root) {
+  return world_->Exchange(
+      rank_, &mine,
+      [&](const std::vector<const void*>& posts) {
+        if (rank_ != root) return;
+        all->clear();
+        for (const void* p : posts) all->push_back(*static_cast<const std::string*>(p));
+      },
+      "GatherBytes");
+}
+
+Status LoopbackCommunicator::BroadcastBytes(std::string* bytes, int root) {
+  std::string copy;
+  KOLO_RETURN_IF_ERROR(world_->Exchange(
+      rank_, bytes,
+      [&](const std::vector<const void*>& posts) {
+        if (rank_ != root) copy = *static_cast<const std::string*>(posts[root]);
+      },
+      "BroadcastBytes"));
+  if (rank_ != root) *bytes = std::move(copy);
+  return Status::OK();
+}
+
+}  // namespace kolo

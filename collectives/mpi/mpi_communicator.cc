@@ -1,0 +1,259 @@
+#include "collectives/mpi/mpi_communicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <mutex>
+
+#include "collectives/mpi/mpi_call.h"
+#include "collectives/reduce.h"
+
+namespace kolo {
+
+Status MpiError(int code, const char* call) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  int rank = -1;
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char host[128] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return InternalError(std::string(call) + " failed: " + std::string(text, len) + " (rank " +
+                       std::to_string(rank) + " on " + host + ")");
+}
+
+namespace {
+
+// kolo's 16-bit float types and their user-defined reductions, created once per process.
+struct HalfTypes {
+  MPI_Datatype f16 = MPI_DATATYPE_NULL;
+  MPI_Datatype bf16 = MPI_DATATYPE_NULL;
+  MPI_Op sum = MPI_OP_NULL, min = MPI_OP_NULL, max = MPI_OP_NULL, prod = MPI_OP_NULL;
+  bool ready = false;
+};
+HalfTypes g_half;
+std::mutex g_half_mu;
+
+template <ReduceOp kOp>
+void HalfReduce(void* in, void* inout, int* len, MPI_Datatype* type) {
+  DataType dtype = (*type == g_half.bf16) ? DataType::kBFloat16 : DataType::kFloat16;
+  // MPI user functions compute inout = in (op) inout; all our ops are commutative.
+  (void)ReduceInto(inout, in, static_cast<size_t>(*len), dtype, kOp);
+}
+
+Status EnsureHalfTypes() {
+  std::lock_guard<std::mutex> lock(g_half_mu);
+  if (g_half.ready) return Status::OK();
+  KOLO_MPI_CALL(MPI_Type_contiguous(2, MPI_BYTE, &g_half.f16));
+  KOLO_MPI_CALL(MPI_Type_commit(&g_half.f16));
+  KOLO_MPI_CALL(MPI_Type_contiguous(2, MPI_BYTE, &g_half.bf16));
+  KOLO_MPI_CALL(MPI_Type_commit(&g_half.bf16));
+  KOLO_MPI_CALL(MPI_Op_create(&HalfReduce<ReduceOp::kSum>, 1, &g_half.sum));
+  KOLO_MPI_CALL(MPI_Op_create(&HalfReduce<ReduceOp::kMin>, 1, &g_half.min));
+  KOLO_MPI_CALL(MPI_Op_create(&HalfReduce<ReduceOp::kMax>, 1, &g_half.max));
+  KOLO_MPI_CALL(MPI_Op_create(&HalfReduce<ReduceOp::kProduct>, 1, &g_half.prod));
+  g_half.ready = true;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status MpiTypeFor(DataType dtype, MPI_Datatype* out) {
+  switch (dtype) {
+    case DataType::kUInt8: *out = MPI_UINT8_T; return Status::OK();
+    case DataType::kInt8: *out = MPI_INT8_T; return Status::OK();
+    case DataType::kUInt16: *out = MPI_UINT16_T; return Status::OK();
+    case DataType::kInt16: *out = MPI_INT16_T; return Status::OK();
+    case DataType::kInt32: *out = MPI_INT32_T; return Status::OK();
+    case DataType::kInt64: *out = MPI_INT64_T; return Status::OK();
+    case DataType::kFloat32: *out = MPI_FLOAT; return Status::OK();
+    case DataType::kFloat64: *out = MPI_DOUBLE; return Status::OK();
+    case DataType::kBool: *out = MPI_UINT8_T; return Status::OK();
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      KOLO_RETURN_IF_ERROR(EnsureHalfTypes());
+      *out = dtype == DataType::kFloat16 ? g_half.f16 : g_half.bf16;
+      return Status::OK();
+  }
+  return InvalidArgumentError("no MPI datatype for dtype " + std::to_string(int(dtype)));
+}
+
+Status MpiOpFor(DataType dtype, ReduceOp op, MPI_Op* out) {
+  if (IsHalf(dtype)) {
+    KOLO_RETURN_IF_ERROR(EnsureHalfTypes());
+    switch (op) {
+      case ReduceOp::kSum: *out = g_half.sum; return Status::OK();
+      case ReduceOp::kMin: *out = g_half.min; return Status::OK();
+      case ReduceOp::kMax: *out = g_half.max; return Status::OK();
+      case ReduceOp::kProduct: *out = g_half.prod; return Status::OK();
+      default: break;
+    }
+  } else if (dtype == DataType::kBool) {
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMax: *out = MPI_LOR; return Status::OK();
+      case ReduceOp::kMin:
+      case ReduceOp::kProduct: *out = MPI_LAND; return Status::OK();
+      default: break;
+    }
+  } else {
+    switch (op) {
+      case ReduceOp::kSum: *out = MPI_SUM; return Status::OK();
+      case ReduceOp::kMin: *out = MPI_MIN; return Status::OK();
+      case ReduceOp::kMax: *out = MPI_MAX; return Status::OK();
+      case ReduceOp::kProduct: *out = MPI_PROD; return Status::OK();
+      default: break;
+    }
+  }
+  return InvalidArgumentError("no MPI reduction for " + std::string(ReduceOpName(op)) + " on " +
+                              std::string(DataTypeName(dtype)));
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, size_t max_call_bytes)
+    : comm_(comm), max_call_bytes_(std::max<size_t>(max_call_bytes, 64)) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+Status MpiCommunicator::SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
+                                 size_t recv_bytes, int src, int tag) {
+  // Pieces of at most INT_MAX bytes; both sides cut identically, so pieces pair up. Empty
+  // messages are not sent: both sides know the sizes.
+  const size_t piece = INT_MAX;
+  size_t sent = 0, got = 0;
+  while (sent < send_bytes || got < recv_bytes) {
+    const int ns = static_cast<int>(std::min(piece, send_bytes - sent));
+    const int nr = static_cast<int>(std::min(piece, recv_bytes - got));
+    MPI_Request reqs[2];
+    int nreq = 0;
+    if (nr > 0) {
+      KOLO_MPI_CALL(MPI_Irecv(static_cast<char*>(recv) + got, nr, MPI_BYTE, src, tag, comm_,
+                              &reqs[nreq++]));
+    }
+    if (ns > 0) {
+      KOLO_MPI_CALL(MPI_Isend(static_cast<const char*>(send) + sent, ns, MPI_BYTE, dst, tag,
+                              comm_, &reqs[nreq++]));
+    }
+    KOLO_MPI_CALL(MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE));
+    sent += ns;
+    got += nr;
+  }
+  return Status::OK();
+}
+
+Status MpiCommunicator::Allreduce(const void* send, void* recv, size_t count, DataType dtype,
+                                  ReduceOp op) {
+  MPI_Datatype type;
+  MPI_Op mpi_op;
+  KOLO_RETURN_IF_ERROR(MpiTypeFor(dtype, &type));
+  KOLO_RETURN_IF_ERROR(MpiOpFor(dtype, op, &mpi_op));
+  const size_t esize = DataTypeSize(dtype);
+  const size_t piece = std::max<size_t>(1, std::min<size_t>(max_call_bytes_ / esize, INT_MAX));
+  const bool in_place = send == recv;
+  for (size_t done = 0; done < count; done += piece) {
+    const int n = static_cast<int>(std::min(piece, count - done));
+    char* r = static_cast<char*>(recv) + done * esize;
+    const void* s = in_place ? MPI_IN_PLACE : static_cast<const char*>(send) + done * esize;
+    KOLO_MPI_CALL(MPI_Allreduce(s, r, n, type, mpi_op, comm_));
+  }
+  return Status::OK();
+}
+
+Status MpiCommunicator::Allgatherv(const void* send, size_t send_bytes, void* recv,
+                                   const std::vector<size_t>& recv_bytes) {
+  if (recv_bytes.size() != static_cast<size_t>(size_)) {
+    return InvalidArgumentError("Allgatherv: " + std::to_string(recv_bytes.size()) +
+                                " counts for " + std::to_string(size_) + " ranks");
+  }
+  size_t total = 0;
+  bool fits = true;
+  for (size_t b : recv_bytes) {
+    if (b > INT_MAX || total > INT_MAX) fits = false;
+    total += b;
+  }
+  if (total > INT_MAX) fits = false;
+  if (fits) {
+    std::vector<int> counts(size_), displs(size_);
+    size_t off = 0;
+    for (int r = 0; r < size_; ++r) {
+      counts[r] = static_cast<int>(recv_bytes[r]);
+      displs[r] = static_cast<int>(off);
+      off += recv_bytes[r];
+    }
+    // Our own block is copied by MPI from `send`, so recv never needs to alias it.
+    KOLO_MPI_CALL(MPI_Allgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, recv,
+                                 counts.data(), displs.data(), MPI_BYTE, comm_));
+    return Status::OK();
+  }
+  // Beyond int counts: each rank's block is broadcast from its owner, in pieces.
+  size_t off = 0;
+  for (int r = 0; r < size_; ++r) {
+    char* block = static_cast<char*>(recv) + off;
+    if (r == rank_ && send_bytes) std::memmove(block, send, send_bytes);
+    KOLO_RETURN_IF_ERROR(Broadcast(block, recv_bytes[r], r));
+    off += recv_bytes[r];
+  }
+  return Status::OK();
+}
+
+Status MpiCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
+  const size_t piece = std::max<size_t>(max_call_bytes_, size_t{1} << 26);
+  for (size_t done = 0; done < bytes; done += piece) {
+    const int n = static_cast<int>(std::min<size_t>(std::min<size_t>(piece, INT_MAX), bytes - done));
+    KOLO_MPI_CALL(MPI_Bcast(static_cast<char*>(buffer) + done, n, MPI_BYTE, root, comm_));
+  }
+  return Status::OK();
+}
+
+Status MpiCommunicator::Barrier() {
+  KOLO_MPI_CALL(MPI_Barrier(comm_));
+  return Status::OK();
+}
+
+Status MpiCommunicator::GatherBytes(const std::string& mine, std::vector<std::string>* all,
+                                    int root) {
+  if (mine.size() > INT_MAX) return InvalidArgumentError("GatherBytes: message over 2 GiB");
+  int my_len = static_cast<int>(mine.size());
+  std::vector<int> lens(rank_ == root ? size_ : 0);
+  KOLO_MPI_CALL(MPI_Gather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, root, comm_));
+  std::vector<int> displs;
+  std::string joined;
+  if (rank_ == root) {
+    displs.resize(size_);
+    int64_t off = 0;
+    for (int r = 0; r < size_; ++r) {
+      displs[r] = static_cast<int>(off);
+      off += lens[r];
+      if (off > INT_MAX) return InvalidArgumentError("GatherBytes: total over 2 GiB");
+    }
+    joined.resize(off);
+  }
+  KOLO_MPI_CALL(MPI_Gatherv(mine.data(), my_len, MPI_BYTE, joined.data(), lens.data(),
+                            displs.data(), MPI_BYTE, root, comm_));
+  if (rank_ == root) {
+    all->assign(size_, std::string());
+    for (int r = 0; r < size_; ++r) (*all)[r] = joined.substr(displs[r], lens[r]);
+  }
+  return Status::OK();
+}
+
+Status MpiCommunicator::BroadcastBytes(std::string* bytes, int root) {
+  int64_t len = rank_ == root ? static_cast<int64_t>(bytes->size()) : 0;
+  KOLO_MPI_CALL(MPI_Bcast(&len, 1, MPI_INT64_T, root, comm_));
+  if (rank_ != root) bytes->resize(static_cast<size_t>(len));
+  return Broadcast(bytes->data(), static_cast<size_t>(len), root);
+}
+
+}  // namespace kolo

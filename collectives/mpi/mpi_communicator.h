@@ -1,0 +1,53 @@
+// Communicator over an MPI communicator that kolo owns (a dup, with MPI_ERRORS_RETURN).
+// Large calls are cut into pieces of at most `max_call_bytes`: MPI's int counts cap a call at
+// 2^31-1 elements, and Open MPI's all-reduce allocates a message-sized temporary per call,
+// which on fresh memory costs ~4 ms/MiB (MACHINE-NOTES.md 1-2); 4-16 MiB pieces avoid both.
+#ifndef KOLO_COLLECTIVES_MPI_MPI_COMMUNICATOR_H_
+#define KOLO_COLLECTIVES_MPI_MPI_COMMUNICATOR_H_
+
+#include <mpi.h>
+
+#include "collectives/communicator.h"
+
+namespace kolo {
+
+class MpiCommunicator : public Communicator {
+ public:
+  // Takes ownership of `comm` (freed in the destructor unless MPI is finalised by then).
+  MpiCommunicator(MPI_Comm comm, size_t max_call_bytes);
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int Rank() const override { return rank_; }
+  int Size() const override { return size_; }
+  std::string_view BackendName() const override { return "mpi"; }
+  MPI_Comm comm() const { return comm_; }
+
+  Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv, size_t recv_bytes,
+                  int src, int tag) override;
+  Status Allreduce(const void* send, void* recv, size_t count, DataType dtype,
+                   ReduceOp op) override;
+  Status Allgatherv(const void* send, size_t send_bytes, void* recv,
+                    const std::vector<size_t>& recv_bytes) override;
+  Status Broadcast(void* buffer, size_t bytes, int root) override;
+  Status Barrier() override;
+  Status GatherBytes(const std::string& mine, std::vector<std::string>* all, int root) override;
+  Status BroadcastBytes(std::string* bytes, int root) override;
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  size_t max_call_bytes_;
+};
+
+// MPI datatype and op for a kolo dtype/op. float16/bfloat16 use kolo's own committed types and
+// user-defined ops (reduced through float32 per step); bool uses MPI_UINT8_T with MPI_LOR/LAND.
+// Must be called after MPI_Init, from the thread that owns MPI.
+Status MpiTypeFor(DataType dtype, MPI_Datatype* out);
+Status MpiOpFor(DataType dtype, ReduceOp op, MPI_Op* out);
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_MPI_MPI_COMMUNICATOR_H_

@@ -1,0 +1,53 @@
+// Reduction and conversion kernels for every dtype x op, on host memory. These are the inner
+// loops of every all-reduce (the library's user-defined MPI ops, the fusion buffer's pack and
+// unpack, the loopback transport), so they are written for throughput (vectorisable loops,
+// run-time CPU dispatch where it pays) and never allocate.
+//
+// Semantics (documented once here, relied on everywhere):
+//  - Sum/Min/Max/Product per dtype's own arithmetic; integers wrap like C's unsigned arithmetic.
+//  - bool (one byte, 0 or 1): Sum and Max are logical OR, Min and Product are logical AND.
+//  - float16 (IEEE binary16) and bfloat16: each element is widened to float32, combined, and
+//    rounded back to the 16-bit type with round-to-nearest-even. Callers that want one rounding
+//    for a whole all-reduce widen to float32 first (WidenToFloat32) and narrow at the end.
+//  - NaN: Min/Max follow std::min/std::max argument order (a NaN in `inout` is kept).
+//  - Average is not a kernel op: it is Sum followed by DivideBySize.
+#ifndef KOLO_COLLECTIVES_REDUCE_H_
+#define KOLO_COLLECTIVES_REDUCE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/dtype.h"
+#include "base/status.h"
+
+namespace kolo {
+
+// inout[i] = op(inout[i], in[i]) for i < count. op must be kSum, kMin, kMax or kProduct;
+// returns kInvalidArgument otherwise. inout and in may not partially overlap.
+Status ReduceInto(void* inout, const void* in, size_t count, DataType dtype, ReduceOp op);
+
+// dst[i] = src[i] * factor for i < count (dst may equal src). Floating dtypes compute in their
+// own precision (float16/bfloat16 in float32, rounded once); integers compute in double and
+// truncate toward zero; bool accepts only factor == 1 (kInvalidArgument otherwise). A factor of
+// exactly 1 degenerates to a copy (or nothing when dst == src).
+Status ScaleCopy(void* dst, const void* src, size_t count, DataType dtype, double factor);
+
+// Integer Average: dst[i] = src[i] / divisor, truncating toward zero (C's `/`). For floating
+// dtypes this is ScaleCopy by 1/divisor. Refused for bool.
+Status DivideCopy(void* dst, const void* src, size_t count, DataType dtype, int64_t divisor);
+
+// float16/bfloat16 <-> float32, with a scale factor applied in float32 (factor 1 = plain
+// conversion). Narrowing rounds to nearest even; overflow gives +-inf, NaN stays NaN.
+void WidenToFloat32(float* dst, const void* src, size_t count, DataType half_dtype, float factor);
+void NarrowFromFloat32(void* dst, const float* src, size_t count, DataType half_dtype,
+                       float factor);
+
+// Scalar conversions (used by tests as the reference and by the kernels' tails).
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloat16ToFloat(uint16_t b);
+uint16_t FloatToBFloat16(float f);
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_REDUCE_H_

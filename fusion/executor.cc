@@ -1,0 +1,115 @@
+#include "fusion/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "collectives/reduce.h"
+
+namespace kolo {
+namespace {
+
+ReduceOp WireOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
+
+DataType WireType(DataType dtype) { return IsHalf(dtype) ? DataType::kFloat32 : dtype; }
+
+// Combined postscale for floating dtypes (Average folded in).
+double FloatPost(const AllreduceJob& job, int size) {
+  return job.op == ReduceOp::kAverage ? job.postscale / size : job.postscale;
+}
+
+}  // namespace
+
+Status FusionExecutor::Finish(void* dst, const void* src, size_t count, const AllreduceJob& job,
+                              int size) {
+  if (IsHalf(job.dtype)) {
+    NarrowFromFloat32(dst, static_cast<const float*>(src), count, job.dtype,
+                      static_cast<float>(FloatPost(job, size)));
+    return Status::OK();
+  }
+  if (IsFloatingPoint(job.dtype)) return ScaleCopy(dst, src, count, job.dtype, FloatPost(job, size));
+  if (job.op == ReduceOp::kAverage) {
+    KOLO_RETURN_IF_ERROR(DivideCopy(dst, src, count, job.dtype, size));
+    return ScaleCopy(dst, dst, count, job.dtype, job.postscale);
+  }
+  return ScaleCopy(dst, src, count, job.dtype, job.postscale);
+}
+
+Status FusionExecutor::Run(Communicator& comm, AllreduceAlgorithm& algorithm,
+                           const AllreduceJob& job) {
+  const bool single_large =
+      job.tensors.size() == 1 && !IsHalf(job.dtype) &&
+      job.tensors[0].count * DataTypeSize(job.dtype) >= piece_bytes_;
+  return single_large ? RunDirect(comm, algorithm, job) : RunPieces(comm, algorithm, job);
+}
+
+Status FusionExecutor::RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm,
+                                 const AllreduceJob& job) {
+  const FusedTensor& t = job.tensors[0];
+  AllreduceArgs args{t.input, t.output, t.count, job.dtype, WireOp(job.op)};
+  if (job.prescale != 1.0) {
+    KOLO_RETURN_IF_ERROR(ScaleCopy(t.output, t.input, t.count, job.dtype, job.prescale));
+    args.send = t.output;
+  }
+  KOLO_RETURN_IF_ERROR(algorithm.Run(comm, args));
+  return Finish(t.output, t.output, t.count, job, comm.Size());
+}
+
+Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorithm,
+                                 const AllreduceJob& job) {
+  KOLO_RETURN_IF_ERROR(buffer_.Reserve(piece_bytes_));
+  const DataType wire = WireType(job.dtype);
+  const size_t wsize = DataTypeSize(wire);
+  const size_t esize = DataTypeSize(job.dtype);
+  const size_t piece = std::max<size_t>(1, piece_bytes_ / wsize);
+  char* buf = buffer_.data();
+
+  size_t total = 0;
+  for (const FusedTensor& t : job.tensors) total += t.count;
+
+  // Cursor over the tensors: tensor index and element offset inside it.
+  size_t ti = 0, toff = 0;
+  for (size_t start = 0; start < total; start += piece) {
+    const size_t n = std::min(piece, total - start);
+    // Pack [start, start+n) of the concatenation.
+    const size_t pack_ti = ti, pack_toff = toff;
+    for (size_t filled = 0; filled < n;) {
+      const FusedTensor& t = job.tensors[ti];
+      const size_t take = std::min(n - filled, t.count - toff);
+      const char* src = static_cast<const char*>(t.input) + toff * esize;
+      if (IsHalf(job.dtype)) {
+        WidenToFloat32(reinterpret_cast<float*>(buf) + filled, src, take, job.dtype,
+                       static_cast<float>(job.prescale));
+      } else {
+        KOLO_RETURN_IF_ERROR(ScaleCopy(buf + filled * wsize, src, take, job.dtype, job.prescale));
+      }
+      filled += take;
+      toff += take;
+      if (toff == t.count) {
+        ++ti;
+        toff = 0;
+      }
+    }
+    // Skip the empty tensors that follow, so the cursor always points at data.
+    while (ti < job.tensors.size() && job.tensors[ti].count == 0) ++ti;
+
+    KOLO_RETURN_IF_ERROR(algorithm.Run(comm, AllreduceArgs{buf, buf, n, wire, WireOp(job.op)}));
+
+    // Unpack the same range.
+    size_t ui = pack_ti, uoff = pack_toff;
+    for (size_t done = 0; done < n;) {
+      const FusedTensor& t = job.tensors[ui];
+      const size_t take = std::min(n - done, t.count - uoff);
+      char* dst = static_cast<char*>(t.output) + uoff * esize;
+      KOLO_RETURN_IF_ERROR(Finish(dst, buf + done * wsize, take, job, comm.Size()));
+      done += take;
+      uoff += take;
+      if (uoff == t.count) {
+        ++ui;
+        uoff = 0;
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace kolo

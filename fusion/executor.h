@@ -1,0 +1,56 @@
+// Runs one (possibly fused) all-reduce: pack with prescale -> algorithm -> unpack with
+// postscale, in pieces of the fusion buffer's size so the data stays in cache.
+//
+// Arithmetic (the same on every path, documented in kolo.h):
+//  - float16/bfloat16 are widened to float32 while packing, reduced in float32 and rounded to
+//    the 16-bit type once while unpacking (the wire carries float32: twice the bytes, one
+//    rounding);
+//  - Average = Sum, then postscale/size for floating dtypes; for integers the sum is divided
+//    by size truncating toward zero, then postscaled;
+//  - a single tensor of at least one piece that needs no widening skips the buffer: it is
+//    reduced straight from input to output (in place when they are the same).
+#ifndef KOLO_FUSION_EXECUTOR_H_
+#define KOLO_FUSION_EXECUTOR_H_
+
+#include <vector>
+
+#include "collectives/algorithm.h"
+#include "fusion/fusion_buffer.h"
+
+namespace kolo {
+
+struct FusedTensor {
+  const void* input = nullptr;
+  void* output = nullptr;  // == input for in place
+  size_t count = 0;        // elements
+};
+
+struct AllreduceJob {
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;  // Average, Sum, Min, Max or Product
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<FusedTensor> tensors;
+};
+
+class FusionExecutor {
+ public:
+  explicit FusionExecutor(size_t piece_bytes) : piece_bytes_(piece_bytes) {}
+  // Allocates and touches the buffer now, so the first collective does not pay for it.
+  Status Prepare() { return buffer_.Reserve(piece_bytes_); }
+
+  Status Run(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job);
+
+ private:
+  Status RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job);
+  Status RunPieces(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job);
+  // Post-processing (Average, postscale) of `count` reduced elements from src into dst.
+  Status Finish(void* dst, const void* src, size_t count, const AllreduceJob& job, int size);
+
+  size_t piece_bytes_;
+  FusionBuffer buffer_;
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_FUSION_EXECUTOR_H_

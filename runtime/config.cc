@@ -1,0 +1,102 @@
+#include "runtime/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <vector>
+
+namespace kolo {
+
+const std::vector<Knob>& Knobs() {
+  static const std::vector<Knob> knobs = {
+      {"KOLO_CYCLE_TIME", "HOROVOD_CYCLE_TIME", "ms", "1",
+       "time between negotiation cycles of the background thread"},
+      {"KOLO_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", "bytes", "134217728",
+       "most bytes of tensors fused into one all-reduce; 0 disables fusion"},
+      {"KOLO_FUSION_CHUNK_BYTES", "", "bytes", "4194304",
+       "fused groups are packed, reduced and unpacked in pieces of this size; a tensor at least "
+       "this large skips the fusion buffer"},
+      {"KOLO_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "", "warning",
+       "trace, debug, info, warning, error or fatal"},
+      {"KOLO_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", "0/1", "0", "1 hides time stamps in logs"},
+  };
+  return knobs;
+}
+
+StatusOr<int64_t> ParseBytes(std::string_view text) {
+  std::string s(text);
+  if (s.empty()) return InvalidArgumentError("empty byte count");
+  int64_t mult = 1;
+  char last = s.back();
+  if (last == 'K' || last == 'k') mult = int64_t{1} << 10;
+  if (last == 'M' || last == 'm') mult = int64_t{1} << 20;
+  if (last == 'G' || last == 'g') mult = int64_t{1} << 30;
+  if (mult != 1) s.pop_back();
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || errno != 0 || *end != '\0' || v < 0 || v > (INT64_MAX / mult)) {
+    return InvalidArgumentError("'" + std::string(text) +
+                                "' is not a byte count (e.g. 1048576, 64K, 64M, 1G)");
+  }
+  return static_cast<int64_t>(v) * mult;
+}
+
+namespace {
+
+// The value of a knob: KOLO_ name first, then the Horovod alias; nullptr when unset or empty.
+const char* Lookup(const EnvLookup& env, const Knob& knob) {
+  const char* v = env(std::string(knob.name).c_str());
+  if (v && *v) return v;
+  if (!knob.horovod_name.empty()) {
+    v = env(std::string(knob.horovod_name).c_str());
+    if (v && *v) return v;
+  }
+  return nullptr;
+}
+
+Status Malformed(const Knob& knob, const char* value, std::string_view why) {
+  return InvalidArgumentError(std::string(knob.name) + "='" + value + "': " + std::string(why));
+}
+
+}  // namespace
+
+StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
+  Config c;
+  for (const Knob& knob : Knobs()) {
+    const char* v = Lookup(env, knob);
+    if (!v) continue;
+    if (knob.name == "KOLO_CYCLE_TIME") {
+      char* end = nullptr;
+      errno = 0;
+      double ms = std::strtod(v, &end);
+      if (errno || *end != '\0' || !(ms >= 0) || ms > 60000) {
+        return Malformed(knob, v, "expected milliseconds in [0, 60000]");
+      }
+      c.cycle_time_ms = ms;
+    } else if (knob.name == "KOLO_FUSION_THRESHOLD" || knob.name == "KOLO_FUSION_CHUNK_BYTES") {
+      auto bytes = ParseBytes(v);
+      if (!bytes.ok()) return Malformed(knob, v, bytes.status().message());
+      if (knob.name == "KOLO_FUSION_THRESHOLD") {
+        c.fusion_threshold_bytes = *bytes;
+      } else {
+        if (*bytes < 64) return Malformed(knob, v, "must be at least 64 bytes");
+        c.fusion_chunk_bytes = *bytes;
+      }
+    } else if (knob.name == "KOLO_LOG_LEVEL") {
+      auto level = ParseLogLevel(v);
+      if (!level.ok()) return Malformed(knob, v, level.status().message());
+      c.log_level = *level;
+    } else if (knob.name == "KOLO_LOG_HIDE_TIME") {
+      std::string s(v);
+      if (s != "0" && s != "1") return Malformed(knob, v, "expected 0 or 1");
+      c.log_hide_time = s == "1";
+    }
+  }
+  return c;
+}
+
+StatusOr<Config> ConfigFromEnvironment() {
+  return ConfigFromEnvironment([](const char* name) { return std::getenv(name); });
+}
+
+}  // namespace kolo

@@ -1,0 +1,46 @@
+// The one place kolo's knobs are defined. Each KOLO_* variable accepts its Horovod twin
+// (HOROVOD_*) as an alias; when both are set, KOLO_ wins. README.md's table mirrors kKnobs.
+#ifndef KOLO_RUNTIME_CONFIG_H_
+#define KOLO_RUNTIME_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "base/logging.h"
+#include "base/status.h"
+
+namespace kolo {
+
+struct Config {
+  double cycle_time_ms = 1.0;                 // KOLO_CYCLE_TIME
+  int64_t fusion_threshold_bytes = 128 << 20;  // KOLO_FUSION_THRESHOLD; 0 disables fusion
+  int64_t fusion_chunk_bytes = 4 << 20;       // KOLO_FUSION_CHUNK_BYTES
+  LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
+  bool log_hide_time = false;                 // KOLO_LOG_HIDE_TIME
+};
+
+struct Knob {
+  std::string_view name;          // "KOLO_CYCLE_TIME"
+  std::string_view horovod_name;  // "HOROVOD_CYCLE_TIME" or "" when there is no twin
+  std::string_view unit;
+  std::string_view default_value;
+  std::string_view description;
+};
+
+// Every knob, for documentation and `kolo-bench`'s header.
+const std::vector<Knob>& Knobs();
+
+// Reads the environment through `getenv` (injectable for tests). A malformed value is a
+// kInvalidArgument naming the variable and the value.
+using EnvLookup = std::function<const char*(const char*)>;
+StatusOr<Config> ConfigFromEnvironment(const EnvLookup& getenv_fn);
+StatusOr<Config> ConfigFromEnvironment();
+
+// Parses a byte count: "1048576", "64K", "64M", "1G" (binary units).
+StatusOr<int64_t> ParseBytes(std::string_view text);
+
+}  // namespace kolo
+
+#endif  // KOLO_RUNTIME_CONFIG_H_

@@ -1,0 +1,52 @@
+// The coordinator's bookkeeping (rank 0), as pure logic so it is unit-tested without MPI:
+// the message table counts which ranks have submitted each name; when all have, the name's
+// Requests are validated against each other and turned into one Response (or an error
+// Response naming the tensor, the ranks and both values). Horovod's controller.h protocol.
+#ifndef KOLO_RUNTIME_COORDINATOR_H_
+#define KOLO_RUNTIME_COORDINATOR_H_
+
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/message.h"
+
+namespace kolo {
+
+class Coordinator {
+ public:
+  explicit Coordinator(int size);
+
+  // Records `list`, received from `from_rank`. Requests are taken in order.
+  void Add(const RequestList& list, int from_rank);
+
+  // Responses for every name that all ranks have now submitted, in the order in which names
+  // became ready; those names leave the table.
+  std::vector<Response> TakeReady();
+
+  bool shutdown_requested() const { return shutdown_rank_ >= 0; }
+  int shutdown_rank() const { return shutdown_rank_; }
+  // Names some but not all ranks have submitted (for diagnostics).
+  size_t pending() const { return table_.size(); }
+
+ private:
+  struct Entry {
+    std::vector<Request> by_rank;    // indexed by rank, valid where submitted[r]
+    std::vector<bool> submitted;
+    int count = 0;
+    std::string duplicate_error;     // a rank submitted the name twice
+  };
+
+  const int size_;
+  std::unordered_map<std::string, Entry> table_;
+  std::deque<std::string> ready_;
+  int shutdown_rank_ = -1;
+};
+
+// Validates the Requests of one name (one per rank, index = rank) and builds its Response.
+Response BuildResponse(const std::vector<Request>& by_rank);
+
+}  // namespace kolo
+
+#endif  // KOLO_RUNTIME_COORDINATOR_H_

@@ -1,0 +1,23 @@
+#include "runtime/handle.h"
+
+namespace kolo {
+
+const Status& Handle::Wait() {
+  if (!Poll()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_.load(std::memory_order_acquire); });
+  }
+  return status_;
+}
+
+void Handle::Complete(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_.load(std::memory_order_relaxed)) return;
+    status_ = std::move(status);
+    done_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+}  // namespace kolo

@@ -1,0 +1,48 @@
+// The completion state of one submitted operation, shared between the submitting thread
+// (poll/wait) and the background thread (complete). Completed exactly once.
+#ifndef KOLO_RUNTIME_HANDLE_H_
+#define KOLO_RUNTIME_HANDLE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/status.h"
+
+namespace kolo {
+
+// Memory kolo allocates for an output whose size is known only after negotiation (allgather).
+struct OutputBuffer {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> data;
+  std::vector<int64_t> shape;
+};
+
+class Handle {
+ public:
+  bool Poll() const { return done_.load(std::memory_order_acquire); }
+  // Blocks until completion; returns the final status.
+  const Status& Wait();
+  // The status once Poll() is true.
+  const Status& status() const { return status_; }
+  // Set by the background thread before Complete (allgather).
+  OutputBuffer& output() { return output_; }
+
+  void Complete(Status status);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<bool> done_{false};
+  Status status_;
+  OutputBuffer output_;
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_RUNTIME_HANDLE_H_

@@ -1,0 +1,67 @@
+// What ranks tell the coordinator (Request) and what the coordinator tells every rank to do
+// (Response), as plain values. runtime/wire/ turns them into FlatBuffers bytes and back.
+#ifndef KOLO_RUNTIME_MESSAGE_H_
+#define KOLO_RUNTIME_MESSAGE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+
+namespace kolo {
+
+enum class OpType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2 };
+std::string_view OpTypeName(OpType op);  // "allreduce", ...
+
+// One rank's readiness of one named tensor, with everything the other ranks must agree on.
+struct Request {
+  int32_t rank = 0;
+  OpType op = OpType::kAllreduce;
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  ReduceOp reduce_op = ReduceOp::kSum;  // allreduce only
+  int32_t root = 0;                     // broadcast only
+  double prescale = 1.0;                // allreduce only
+  double postscale = 1.0;               // allreduce only
+  int32_t device = -1;                  // -1 = host memory
+};
+
+struct RequestList {
+  std::vector<Request> requests;
+  bool shutdown = false;  // this rank is shutting down
+};
+
+enum class ResponseType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kError = 3 };
+
+// An operation every rank executes, in the order of the ResponseList. An allreduce Response
+// may name several tensors: they are fused. An error Response completes its tensors' handles
+// with `error` on every rank.
+struct Response {
+  ResponseType type = ResponseType::kAllreduce;
+  std::vector<std::string> names;
+  StatusCode error_code = StatusCode::kOk;
+  std::string error;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t device = -1;
+  std::vector<int64_t> counts;      // allreduce: elements per name, same order as names
+  std::vector<int64_t> first_dims;  // allgather: first dimension of each rank's input
+};
+
+struct ResponseList {
+  std::vector<Response> responses;
+  bool shutdown = false;
+  int32_t shutdown_rank = -1;  // the first rank that asked to shut down
+  std::string fatal_error;     // non-empty: the coordinator failed; every rank stops with it
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_RUNTIME_MESSAGE_H_

@@ -1,0 +1,266 @@
+#include "runtime/runtime.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "base/logging.h"
+#include "fusion/planner.h"
+
+namespace kolo {
+
+Runtime::Runtime(Config config, RankLayout layout, std::unique_ptr<Communicator> control,
+                 std::unique_ptr<Communicator> data)
+    : config_(config),
+      layout_(layout),
+      control_(std::move(control)),
+      data_(std::move(data)),
+      controller_(*control_, config.fusion_threshold_bytes, config.fusion_chunk_bytes),
+      fusion_(static_cast<size_t>(config.fusion_chunk_bytes)) {}
+
+Runtime::~Runtime() { Shutdown(); }
+
+Status Runtime::Start() {
+  KOLO_RETURN_IF_ERROR(fusion_.Prepare());
+  running_ = true;
+  thread_ = std::thread([this] { BackgroundLoop(); });
+  return Status::OK();
+}
+
+namespace {
+
+std::string Describe(const Submission& s) {
+  return std::string(OpTypeName(s.op)) + " '" + s.name + "'";
+}
+
+Status Validate(const Submission& s, int size) {
+  if (s.name.empty()) return InvalidArgumentError(std::string(OpTypeName(s.op)) + ": empty name");
+  for (int64_t d : s.shape) {
+    if (d < 0) {
+      return InvalidArgumentError(Describe(s) + ": negative dimension in shape " +
+                                  ShapeString(s.shape));
+    }
+  }
+  const int64_t count = NumElements(s.shape);
+  if (count > 0 && !s.input) return InvalidArgumentError(Describe(s) + ": input is NULL");
+  if (count > 0 && s.op != OpType::kAllgather && !s.output) {
+    return InvalidArgumentError(Describe(s) + ": output is NULL");
+  }
+  switch (s.op) {
+    case OpType::kAllreduce:
+      if (s.reduce_op == ReduceOp::kAdasum) {
+        return UnimplementedError(Describe(s) + ": Adasum is not supported yet");
+      }
+      if (s.dtype == DataType::kBool && s.reduce_op == ReduceOp::kAverage) {
+        return InvalidArgumentError(Describe(s) + ": Average is not defined for bool");
+      }
+      if (!std::isfinite(s.prescale) || !std::isfinite(s.postscale)) {
+        return InvalidArgumentError(Describe(s) + ": scale factors must be finite");
+      }
+      if (s.dtype == DataType::kBool && (s.prescale != 1.0 || s.postscale != 1.0)) {
+        return InvalidArgumentError(Describe(s) + ": scale factors must be 1 for bool");
+      }
+      break;
+    case OpType::kAllgather:
+      if (s.shape.empty()) {
+        return InvalidArgumentError(Describe(s) + ": allgather needs at least one dimension");
+      }
+      break;
+    case OpType::kBroadcast:
+      if (s.root < 0 || s.root >= size) {
+        return InvalidArgumentError(Describe(s) + ": root rank " + std::to_string(s.root) +
+                                    " is outside [0, " + std::to_string(size) + ")");
+      }
+      break;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
+  KOLO_RETURN_IF_ERROR(Validate(s, layout_.size));
+  TensorEntry entry;
+  Request& r = entry.request;
+  r.rank = layout_.rank;
+  r.op = s.op;
+  r.name = s.name;
+  r.dtype = s.dtype;
+  r.shape = s.shape;
+  r.reduce_op = s.reduce_op;
+  r.root = s.root;
+  r.prescale = s.prescale;
+  r.postscale = s.postscale;
+  entry.input = s.input;
+  entry.output = s.output;
+  entry.handle = std::make_shared<Handle>();
+  auto handle = entry.handle;
+  KOLO_RETURN_IF_ERROR(queue_.Add(std::move(entry)));
+  return handle;
+}
+
+void Runtime::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_requested_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Runtime::FailAll(const Status& status) {
+  for (TensorEntry& e : queue_.Close(status.message())) {
+    if (e.handle) e.handle->Complete(status);
+  }
+}
+
+void Runtime::BackgroundLoop() {
+  using Clock = std::chrono::steady_clock;
+  const auto cycle = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+  auto cycle_start = Clock::now();
+  while (true) {
+    RequestList mine;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_until(lock, cycle_start + cycle, [&] { return shutdown_requested_; });
+      mine.shutdown = shutdown_requested_;
+    }
+    cycle_start = Clock::now();
+    mine.requests = queue_.TakeNewRequests();
+    auto result = controller_.Negotiate(mine);
+    if (!result.ok()) {
+      KOLO_LOG_ERROR("runtime", "negotiation failed: {}", result.status().ToString());
+      FailAll(UnavailableError("kolo stopped: " + result.status().message()));
+      break;
+    }
+    for (const Response& response : result->responses) Execute(response);
+    if (!result->fatal_error.empty()) {
+      KOLO_LOG_ERROR("runtime", "{}", result->fatal_error);
+      FailAll(InternalError("kolo stopped: " + result->fatal_error));
+      break;
+    }
+    if (result->shutdown) {
+      const int who = result->shutdown_rank;
+      FailAll(FailedPreconditionError(
+          who == layout_.rank ? "kolo has been shut down on this rank (rank " +
+                                    std::to_string(who) + ")"
+                              : "kolo has been shut down: rank " + std::to_string(who) +
+                                    " shut down"));
+      break;
+    }
+  }
+  running_ = false;
+}
+
+void Runtime::Execute(const Response& response) {
+  std::vector<TensorEntry> entries;
+  entries.reserve(response.names.size());
+  for (const std::string& name : response.names) {
+    TensorEntry e = queue_.Take(name);
+    if (!e.handle) {
+      KOLO_LOG_ERROR("runtime", "response names '{}' which this rank has not submitted", name);
+      continue;
+    }
+    entries.push_back(std::move(e));
+  }
+  if (entries.size() != response.names.size() && response.type != ResponseType::kError) {
+    for (TensorEntry& e : entries) {
+      e.handle->Complete(InternalError(std::string(OpTypeName(e.request.op)) + " '" +
+                                       e.request.name + "': coordinator and rank " +
+                                       std::to_string(layout_.rank) + " disagree on the tensors"));
+    }
+    return;
+  }
+  switch (response.type) {
+    case ResponseType::kError:
+      for (TensorEntry& e : entries) e.handle->Complete(Status(response.error_code, response.error));
+      return;
+    case ResponseType::kAllreduce:
+      ExecuteAllreduce(response, entries);
+      return;
+    case ResponseType::kAllgather:
+      entries[0].handle->Complete(ExecuteAllgather(response, entries[0]));
+      return;
+    case ResponseType::kBroadcast:
+      entries[0].handle->Complete(ExecuteBroadcast(response, entries[0]));
+      return;
+  }
+}
+
+void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries) {
+  AllreduceJob job;
+  job.dtype = response.dtype;
+  job.op = response.reduce_op;
+  job.prescale = response.prescale;
+  job.postscale = response.postscale;
+  size_t count = 0;
+  for (TensorEntry& e : entries) {
+    const size_t n = static_cast<size_t>(NumElements(e.request.shape));
+    job.tensors.push_back(FusedTensor{e.input, e.output, n});
+    count += n;
+  }
+  SelectionInput in;
+  in.dtype = IsHalf(job.dtype) ? DataType::kFloat32 : job.dtype;
+  in.count = count;
+  in.bytes = count * DataTypeSize(in.dtype);
+  in.op = job.op == ReduceOp::kAverage ? ReduceOp::kSum : job.op;
+  in.ranks = data_->Size();
+  in.backend = data_->BackendName();
+  Status status;
+  auto algorithm = selector_.Select(in);
+  if (!algorithm.ok()) {
+    status = algorithm.status();
+  } else {
+    status = fusion_.Run(*data_, **algorithm, job);
+  }
+  if (!status.ok()) {
+    std::string what = "allreduce '" + response.names[0] + "'";
+    if (entries.size() > 1) {
+      what += " (fused " + std::to_string(entries.size()) + " tensors, " +
+              std::to_string(ResponseBytes(response)) + " bytes)";
+    }
+    status.AddContext(what);
+    KOLO_LOG_ERROR("runtime", "{}", status.ToString());
+  }
+  for (TensorEntry& e : entries) e.handle->Complete(status);
+}
+
+Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
+  const std::vector<int64_t>& shape = entry.request.shape;
+  int64_t row = 1;
+  for (size_t i = 1; i < shape.size(); ++i) row *= shape[i];
+  const size_t row_bytes = static_cast<size_t>(row) * DataTypeSize(response.dtype);
+  std::vector<size_t> recv_bytes;
+  int64_t rows = 0;
+  for (int64_t d : response.first_dims) {
+    recv_bytes.push_back(static_cast<size_t>(d) * row_bytes);
+    rows += d;
+  }
+  const size_t total = static_cast<size_t>(rows) * row_bytes;
+  OutputBuffer out;
+  out.data.reset(std::malloc(total ? total : 1));
+  if (!out.data) {
+    return ResourceExhaustedError("allgather '" + entry.request.name + "': cannot allocate " +
+                                  std::to_string(total) + " bytes for the output");
+  }
+  Status s = data_->Allgatherv(entry.input, recv_bytes[layout_.rank], out.data.get(), recv_bytes);
+  if (!s.ok()) return s.AddContext("allgather '" + entry.request.name + "'");
+  out.shape = shape;
+  out.shape[0] = rows;
+  entry.handle->output() = std::move(out);
+  return Status::OK();
+}
+
+Status Runtime::ExecuteBroadcast(const Response& response, TensorEntry& entry) {
+  const size_t bytes =
+      static_cast<size_t>(NumElements(entry.request.shape)) * DataTypeSize(response.dtype);
+  if (layout_.rank == response.root && entry.output != entry.input && bytes) {
+    std::memcpy(entry.output, entry.input, bytes);
+  }
+  Status s = data_->Broadcast(entry.output, bytes, response.root);
+  if (!s.ok()) return s.AddContext("broadcast '" + entry.request.name + "'");
+  return Status::OK();
+}
+
+}  // namespace kolo

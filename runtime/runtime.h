@@ -1,0 +1,93 @@
+// The Runtime: one per process (or one per rank of a thread world). It owns its parts —
+// the tensor queue, the controller, the fusion executor, the algorithm selector and the
+// background thread — and is the only object the C API points at.
+//
+// Threads: Enqueue* may be called from any thread. The background thread is the only one that
+// uses the communicators after Start(). Every handle is completed exactly once: by its
+// Response, or with an error when the runtime stops.
+#ifndef KOLO_RUNTIME_RUNTIME_H_
+#define KOLO_RUNTIME_RUNTIME_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "collectives/communicator.h"
+#include "collectives/registry.h"
+#include "fusion/executor.h"
+#include "runtime/config.h"
+#include "runtime/controller.h"
+#include "runtime/handle.h"
+#include "runtime/tensor_queue.h"
+
+namespace kolo {
+
+struct RankLayout {
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;
+  int cross_rank = 0, cross_size = 1;
+};
+
+// What a caller submits; `output` is ignored for allgather (kolo allocates it).
+struct Submission {
+  OpType op = OpType::kAllreduce;
+  std::string name;
+  const void* input = nullptr;
+  void* output = nullptr;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  int root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+};
+
+class Runtime {
+ public:
+  // `control` carries negotiation, `data` the collectives; both span the same ranks.
+  Runtime(Config config, RankLayout layout, std::unique_ptr<Communicator> control,
+          std::unique_ptr<Communicator> data);
+  ~Runtime();  // Shutdown()
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Allocates persistent buffers and starts the background thread.
+  Status Start();
+  // Validates locally and queues; kInvalidArgument for bad input or a name in flight,
+  // kFailedPrecondition once the runtime stopped.
+  StatusOr<std::shared_ptr<Handle>> Enqueue(const Submission& s);
+  // Asks every rank to stop, waits for the background thread, fails what is still pending.
+  void Shutdown();
+
+  const RankLayout& layout() const { return layout_; }
+  const Config& config() const { return config_; }
+
+ private:
+  void BackgroundLoop();
+  void Execute(const Response& response);
+  void ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries);
+  Status ExecuteAllgather(const Response& response, TensorEntry& entry);
+  Status ExecuteBroadcast(const Response& response, TensorEntry& entry);
+  void FailAll(const Status& status);
+
+  const Config config_;
+  const RankLayout layout_;
+  std::unique_ptr<Communicator> control_;
+  std::unique_ptr<Communicator> data_;
+  Controller controller_;
+  FusionExecutor fusion_;
+  AllreduceSelector selector_;
+  TensorQueue queue_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool shutdown_requested_ = false;  // guarded by mu_
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_RUNTIME_RUNTIME_H_

@@ -1,0 +1,53 @@
+#include "runtime/tensor_queue.h"
+
+namespace kolo {
+
+Status TensorQueue::Add(TensorEntry entry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return FailedPreconditionError(closed_reason_);
+  const std::string& name = entry.request.name;
+  if (table_.count(name)) {
+    return InvalidArgumentError(std::string(OpTypeName(entry.request.op)) + " '" + name +
+                                "': a tensor with this name is already in flight on rank " +
+                                std::to_string(entry.request.rank) +
+                                "; wait for it before reusing the name");
+  }
+  new_requests_.push_back(entry.request);
+  table_.emplace(name, std::move(entry));
+  return Status::OK();
+}
+
+std::vector<Request> TensorQueue::TakeNewRequests() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Request> out;
+  out.swap(new_requests_);
+  return out;
+}
+
+bool TensorQueue::HasNewRequests() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !new_requests_.empty();
+}
+
+TensorEntry TensorQueue::Take(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = table_.find(name);
+  if (it == table_.end()) return TensorEntry{};
+  TensorEntry e = std::move(it->second);
+  table_.erase(it);
+  return e;
+}
+
+std::vector<TensorEntry> TensorQueue::Close(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  closed_reason_ = reason;
+  std::vector<TensorEntry> out;
+  out.reserve(table_.size());
+  for (auto& kv : table_) out.push_back(std::move(kv.second));
+  table_.clear();
+  new_requests_.clear();
+  return out;
+}
+
+}  // namespace kolo

@@ -1,0 +1,135 @@
+#include "runtime/wire/wire.h"
+
+#include "runtime/wire/messages_generated.h"
+
+namespace kolo {
+namespace {
+
+namespace fb = ::flatbuffers;
+// File identifiers keep a RequestList from being read as a ResponseList.
+constexpr char kRequestId[] = "KRQ1";
+constexpr char kResponseId[] = "KRS1";
+
+// `kind` is an OpType (max 2) or a ResponseType (max 3) value.
+Status CheckEnums(int kind, int max_kind, int dtype, int reduce_op, const char* what) {
+  if (kind < 0 || kind > max_kind || !IsValidDataType(dtype) || !IsValidReduceOp(reduce_op)) {
+    return DataLossError(std::string("malformed ") + what + ": enum value out of range");
+  }
+  return Status::OK();
+}
+
+std::vector<int64_t> Longs(const fb::Vector<int64_t>* v) {
+  return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>();
+}
+
+}  // namespace
+
+std::string EncodeRequestList(const RequestList& list) {
+  fb::FlatBufferBuilder b(256 + 128 * list.requests.size());
+  std::vector<fb::Offset<wire::Request>> reqs;
+  reqs.reserve(list.requests.size());
+  for (const Request& r : list.requests) {
+    auto name = b.CreateString(r.name);
+    auto shape = b.CreateVector(r.shape);
+    reqs.push_back(wire::CreateRequest(b, r.rank, static_cast<uint8_t>(r.op), name,
+                                       static_cast<uint8_t>(r.dtype), shape,
+                                       static_cast<uint8_t>(r.reduce_op), r.root, r.prescale,
+                                       r.postscale, r.device));
+  }
+  auto vec = b.CreateVector(reqs);
+  b.Finish(wire::CreateRequestList(b, vec, list.shutdown), kRequestId);
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+StatusOr<RequestList> DecodeRequestList(const std::string& bytes) {
+  auto data = reinterpret_cast<const uint8_t*>(bytes.data());
+  fb::Verifier verifier(data, bytes.size());
+  if (bytes.size() < 8 || !fb::BufferHasIdentifier(data, kRequestId) ||
+      !verifier.VerifyBuffer<wire::RequestList>(kRequestId)) {
+    return DataLossError("malformed RequestList (" + std::to_string(bytes.size()) + " bytes)");
+  }
+  auto root = fb::GetRoot<wire::RequestList>(data);
+  RequestList out;
+  out.shutdown = root->shutdown();
+  if (root->requests()) {
+    for (const wire::Request* r : *root->requests()) {
+      KOLO_RETURN_IF_ERROR(CheckEnums(r->op(), 2, r->dtype(), r->reduce_op(),
+                                      "Request"));
+      Request q;
+      q.rank = r->rank();
+      q.op = static_cast<OpType>(r->op());
+      q.name = r->name() ? r->name()->str() : std::string();
+      q.dtype = static_cast<DataType>(r->dtype());
+      q.shape = Longs(r->shape());
+      q.reduce_op = static_cast<ReduceOp>(r->reduce_op());
+      q.root = r->root();
+      q.prescale = r->prescale();
+      q.postscale = r->postscale();
+      q.device = r->device();
+      out.requests.push_back(std::move(q));
+    }
+  }
+  return out;
+}
+
+std::string EncodeResponseList(const ResponseList& list) {
+  fb::FlatBufferBuilder b(256 + 128 * list.responses.size());
+  std::vector<fb::Offset<wire::Response>> resps;
+  resps.reserve(list.responses.size());
+  for (const Response& r : list.responses) {
+    auto names = b.CreateVectorOfStrings(r.names);
+    auto error = b.CreateString(r.error);
+    auto counts = b.CreateVector(r.counts);
+    auto dims = b.CreateVector(r.first_dims);
+    resps.push_back(wire::CreateResponse(
+        b, static_cast<uint8_t>(r.type), names, static_cast<int>(r.error_code), error,
+        static_cast<uint8_t>(r.dtype), static_cast<uint8_t>(r.reduce_op), r.root, r.prescale,
+        r.postscale, r.device, counts, dims));
+  }
+  auto vec = b.CreateVector(resps);
+  auto fatal = b.CreateString(list.fatal_error);
+  b.Finish(wire::CreateResponseList(b, vec, list.shutdown, list.shutdown_rank, fatal),
+           kResponseId);
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+StatusOr<ResponseList> DecodeResponseList(const std::string& bytes) {
+  auto data = reinterpret_cast<const uint8_t*>(bytes.data());
+  fb::Verifier verifier(data, bytes.size());
+  if (bytes.size() < 8 || !fb::BufferHasIdentifier(data, kResponseId) ||
+      !verifier.VerifyBuffer<wire::ResponseList>(kResponseId)) {
+    return DataLossError("malformed ResponseList (" + std::to_string(bytes.size()) + " bytes)");
+  }
+  auto root = fb::GetRoot<wire::ResponseList>(data);
+  ResponseList out;
+  out.shutdown = root->shutdown();
+  out.shutdown_rank = root->shutdown_rank();
+  out.fatal_error = root->fatal_error() ? root->fatal_error()->str() : std::string();
+  if (root->responses()) {
+    for (const wire::Response* r : *root->responses()) {
+      KOLO_RETURN_IF_ERROR(CheckEnums(r->type(), 3, r->dtype(), r->reduce_op(), "Response"));
+      if (r->error_code() < 0 || r->error_code() > 16) {
+        return DataLossError("malformed Response: error code out of range");
+      }
+      Response p;
+      p.type = static_cast<ResponseType>(r->type());
+      if (r->names()) {
+        for (const fb::String* n : *r->names()) p.names.push_back(n->str());
+      }
+      p.error_code = static_cast<StatusCode>(r->error_code());
+      p.error = r->error() ? r->error()->str() : std::string();
+      p.dtype = static_cast<DataType>(r->dtype());
+      p.reduce_op = static_cast<ReduceOp>(r->reduce_op());
+      p.root = r->root();
+      p.prescale = r->prescale();
+      p.postscale = r->postscale();
+      p.device = r->device();
+      p.counts = Longs(r->counts());
+      p.first_dims = Longs(r->first_dims());
+      out.responses.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+}  // namespace kolo

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Set-up shared by scripts/test.sh and scripts/run_main.sh; also usable on its own.
+#   1. installs the Debian packages kolo builds with, only those missing (apt-get as root, or sudo)
+#   2. configures build/ (RelWithDebInfo; mpirun flags for containers via MPIEXEC_PREFLAGS)
+#   3. builds with -j2
+# Idempotent: a second run checks the packages with dpkg-query, re-runs CMake and an incremental
+# build, and is done in seconds. Works from any directory.
+#
+# Usage: scripts/setup.sh [extra cmake configure arguments, e.g. -DKOLO_SANITIZE=address]
+# Environment: KOLO_BUILD_DIR (default build/, relative paths are from the repository root),
+#              KOLO_BUILD_JOBS (default 2), KOLO_BUILD_TYPE (default RelWithDebInfo),
+#              KOLO_SKIP_APT=1 to skip the package step (e.g. on a non-Debian machine).
+set -euo pipefail
+
+# shellcheck source=scripts/env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "${KOLO_ROOT}"
+
+readonly KOLO_PACKAGES=(
+  build-essential cmake pkg-config
+  libopenmpi-dev openmpi-bin
+  libhwloc-dev hwloc
+  libucx-dev
+  libflatbuffers-dev flatbuffers-compiler
+  libspdlog-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  pybind11-dev libdlpack-dev
+)
+
+install_missing_packages() {
+  if [[ "${KOLO_SKIP_APT:-0}" == 1 ]]; then
+    kolo_log "packages: skipped (KOLO_SKIP_APT=1)"
+    return
+  fi
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    kolo_log "packages: dpkg-query not found (not Debian?); install the equivalents of:"
+    kolo_log "  ${KOLO_PACKAGES[*]}"
+    kolo_log "then re-run with KOLO_SKIP_APT=1"
+    exit 1
+  fi
+  local missing=() pkg
+  for pkg in "${KOLO_PACKAGES[@]}"; do
+    if [[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "${pkg}" 2>/dev/null || true)" != ii* ]]; then
+      missing+=("${pkg}")
+    fi
+  done
+  if ((${#missing[@]} == 0)); then
+    kolo_log "packages: all ${#KOLO_PACKAGES[@]} installed"
+    return
+  fi
+  kolo_log "packages: installing ${missing[*]}"
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      kolo_log "not root and no sudo: install these packages first: ${missing[*]}"
+      exit 1
+    fi
+    sudo=(sudo)
+  fi
+  kolo_run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+  kolo_run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+configure_and_build() {
+  local preflags
+  preflags="$(IFS=';'; echo "${KOLO_MPIRUN_FLAGS[*]}")"
+  kolo_log "configure: ${KOLO_BUILD_DIR}"
+  kolo_run cmake -S "${KOLO_ROOT}" -B "${KOLO_BUILD_DIR}" \
+    -DCMAKE_BUILD_TYPE="${KOLO_BUILD_TYPE:-RelWithDebInfo}" \
+    -DMPIEXEC_PREFLAGS="${preflags}" \
+    "$@"
+  kolo_log "build: -j${KOLO_BUILD_JOBS}"
+  kolo_run cmake --build "${KOLO_BUILD_DIR}" -j "${KOLO_BUILD_JOBS}"
+}
+
+start=${SECONDS}
+install_missing_packages
+configure_and_build "$@"
+kolo_log "set-up done in $((SECONDS - start)) s (build: ${KOLO_BUILD_DIR})"
