@@ -36,10 +36,8 @@ Status FusionExecutor::Finish(void* dst, const void* src, size_t count, const Al
 
 Status FusionExecutor::Run(Communicator& comm, AllreduceAlgorithm& algorithm,
                            const AllreduceJob& job) {
-  const bool single_large =
-      job.tensors.size() == 1 && !IsHalf(job.dtype) &&
-      job.tensors[0].count * DataTypeSize(job.dtype) >= piece_bytes_;
-  return single_large ? RunDirect(comm, algorithm, job) : RunPieces(comm, algorithm, job);
+  const bool direct = job.tensors.size() == 1 && !IsHalf(job.dtype);
+  return direct ? RunDirect(comm, algorithm, job) : RunPieces(comm, algorithm, job);
 }
 
 Status FusionExecutor::RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm,

@@ -7,8 +7,9 @@
 //    rounding);
 //  - Average = Sum, then postscale/size for floating dtypes; for integers the sum is divided
 //    by size truncating toward zero, then postscaled;
-//  - a single tensor of at least one piece that needs no widening skips the buffer: it is
-//    reduced straight from input to output (in place when they are the same).
+//  - a Response with a single tensor that needs no widening skips the buffer: it is reduced
+//    straight from input to output (in place when they are the same), in calls of at most one
+//    piece each (the communicator cuts them).
 #ifndef KOLO_FUSION_EXECUTOR_H_
 #define KOLO_FUSION_EXECUTOR_H_
 

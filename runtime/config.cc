@@ -13,8 +13,10 @@ const std::vector<Knob>& Knobs() {
       {"KOLO_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", "bytes", "134217728",
        "most bytes of tensors fused into one all-reduce; 0 disables fusion"},
       {"KOLO_FUSION_CHUNK_BYTES", "", "bytes", "4194304",
-       "fused groups are packed, reduced and unpacked in pieces of this size; a tensor at least "
-       "this large skips the fusion buffer"},
+       "fused groups are packed, reduced and unpacked in pieces of this size (also the largest "
+       "single library call)"},
+      {"KOLO_FUSION_DIRECT_BYTES", "", "bytes", "65536",
+       "a tensor at least this large is not fused: it is reduced straight from its own buffers"},
       {"KOLO_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "", "warning",
        "trace, debug, info, warning, error or fatal"},
       {"KOLO_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", "0/1", "0", "1 hides time stamps in logs"},
@@ -73,11 +75,14 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
         return Malformed(knob, v, "expected milliseconds in [0, 60000]");
       }
       c.cycle_time_ms = ms;
-    } else if (knob.name == "KOLO_FUSION_THRESHOLD" || knob.name == "KOLO_FUSION_CHUNK_BYTES") {
+    } else if (knob.name == "KOLO_FUSION_THRESHOLD" || knob.name == "KOLO_FUSION_CHUNK_BYTES" ||
+               knob.name == "KOLO_FUSION_DIRECT_BYTES") {
       auto bytes = ParseBytes(v);
       if (!bytes.ok()) return Malformed(knob, v, bytes.status().message());
       if (knob.name == "KOLO_FUSION_THRESHOLD") {
         c.fusion_threshold_bytes = *bytes;
+      } else if (knob.name == "KOLO_FUSION_DIRECT_BYTES") {
+        c.fusion_direct_bytes = *bytes;
       } else {
         if (*bytes < 64) return Malformed(knob, v, "must be at least 64 bytes");
         c.fusion_chunk_bytes = *bytes;

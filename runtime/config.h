@@ -17,6 +17,7 @@ struct Config {
   double cycle_time_ms = 1.0;                 // KOLO_CYCLE_TIME
   int64_t fusion_threshold_bytes = 128 << 20;  // KOLO_FUSION_THRESHOLD; 0 disables fusion
   int64_t fusion_chunk_bytes = 4 << 20;       // KOLO_FUSION_CHUNK_BYTES
+  int64_t fusion_direct_bytes = 64 << 10;     // KOLO_FUSION_DIRECT_BYTES
   LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
   bool log_hide_time = false;                 // KOLO_LOG_HIDE_TIME
 };

@@ -15,7 +15,7 @@ Runtime::Runtime(Config config, RankLayout layout, std::unique_ptr<Communicator>
       layout_(layout),
       control_(std::move(control)),
       data_(std::move(data)),
-      controller_(*control_, config.fusion_threshold_bytes, config.fusion_chunk_bytes),
+      controller_(*control_, config.fusion_threshold_bytes, config.fusion_direct_bytes),
       fusion_(static_cast<size_t>(config.fusion_chunk_bytes)) {}
 
 Runtime::~Runtime() { Shutdown(); }

@@ -1,0 +1,64 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "runtime/config.h"
+
+namespace kolo {
+namespace {
+
+StatusOr<Config> FromMap(const std::map<std::string, std::string>& env) {
+  return ConfigFromEnvironment([&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(Config, DefaultsMatchHorovod) {
+  auto c = FromMap({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->cycle_time_ms, 1.0);
+  EXPECT_EQ(c->fusion_threshold_bytes, 128 << 20);
+  EXPECT_EQ(c->log_level, LogLevel::kWarning);
+}
+
+TEST(Config, HorovodAliasesAndKoloWins) {
+  auto c = FromMap({{"HOROVOD_FUSION_THRESHOLD", "1024"}, {"HOROVOD_CYCLE_TIME", "3.5"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->fusion_threshold_bytes, 1024);
+  EXPECT_EQ(c->cycle_time_ms, 3.5);
+  c = FromMap({{"HOROVOD_FUSION_THRESHOLD", "1024"}, {"KOLO_FUSION_THRESHOLD", "64M"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->fusion_threshold_bytes, 64 << 20);
+}
+
+TEST(Config, MalformedValuesNameTheVariable) {
+  auto c = FromMap({{"KOLO_FUSION_THRESHOLD", "lots"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("KOLO_FUSION_THRESHOLD='lots'"), std::string::npos);
+  EXPECT_FALSE(FromMap({{"KOLO_CYCLE_TIME", "-1"}}).ok());
+  EXPECT_FALSE(FromMap({{"KOLO_LOG_LEVEL", "loud"}}).ok());
+  EXPECT_FALSE(FromMap({{"KOLO_FUSION_CHUNK_BYTES", "8"}}).ok());
+  EXPECT_FALSE(FromMap({{"HOROVOD_LOG_HIDE_TIME", "yes"}}).ok());
+}
+
+TEST(Config, ParseBytes) {
+  EXPECT_EQ(*ParseBytes("0"), 0);
+  EXPECT_EQ(*ParseBytes("64K"), 65536);
+  EXPECT_EQ(*ParseBytes("1g"), 1ll << 30);
+  EXPECT_FALSE(ParseBytes("").ok());
+  EXPECT_FALSE(ParseBytes("-5").ok());
+  EXPECT_FALSE(ParseBytes("12Q").ok());
+  EXPECT_FALSE(ParseBytes("99999999999999999999").ok());
+}
+
+TEST(Config, EveryKnobIsDocumented) {
+  for (const Knob& k : Knobs()) {
+    EXPECT_FALSE(k.description.empty()) << k.name;
+    EXPECT_EQ(k.name.substr(0, 5), "KOLO_");
+  }
+}
+
+}  // namespace
+}  // namespace kolo

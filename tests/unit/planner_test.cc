@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include "fusion/planner.h"
+
+namespace kolo {
+namespace {
+
+Response AR(const std::string& name, int64_t count, DataType t = DataType::kFloat32,
+            ReduceOp op = ReduceOp::kSum) {
+  Response r;
+  r.type = ResponseType::kAllreduce;
+  r.names = {name};
+  r.counts = {count};
+  r.dtype = t;
+  r.reduce_op = op;
+  return r;
+}
+
+std::vector<std::vector<std::string>> Names(const std::vector<Response>& rs) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& r : rs) out.push_back(r.names);
+  return out;
+}
+
+TEST(Planner, FusesCompatibleUpToThreshold) {
+  // 100 floats = 400 bytes each; threshold 1000 bytes -> groups of two.
+  auto out = FuseResponses({AR("a", 100), AR("b", 100), AR("c", 100)}, 1000, 1 << 20);
+  EXPECT_EQ(Names(out), (std::vector<std::vector<std::string>>{{"a", "b"}, {"c"}}));
+  EXPECT_EQ(out[0].counts, (std::vector<int64_t>{100, 100}));
+}
+
+TEST(Planner, IncompatibleGroupsStaySeparateAndKeepFirstMemberOrder) {
+  Response g;
+  g.type = ResponseType::kAllgather;
+  g.names = {"gather"};
+  auto out = FuseResponses({AR("a", 1), AR("i", 1, DataType::kInt32), g, AR("b", 1),
+                            AR("m", 1, DataType::kFloat32, ReduceOp::kMax), AR("j", 1, DataType::kInt32)},
+                           1 << 20, 1 << 20);
+  EXPECT_EQ(Names(out), (std::vector<std::vector<std::string>>{
+                            {"a", "b"}, {"i", "j"}, {"gather"}, {"m"}}));
+}
+
+TEST(Planner, LargeTensorsGoAloneAndZeroThresholdDisablesFusion) {
+  auto out = FuseResponses({AR("s1", 10), AR("big", 1 << 20), AR("s2", 10)}, 1 << 30, 4096);
+  EXPECT_EQ(Names(out), (std::vector<std::vector<std::string>>{{"s1", "s2"}, {"big"}}));
+  out = FuseResponses({AR("a", 1), AR("b", 1)}, 0, 4096);
+  EXPECT_EQ(Names(out), (std::vector<std::vector<std::string>>{{"a"}, {"b"}}));
+}
+
+TEST(Planner, ScaleFactorsMustMatchToFuse) {
+  Response a = AR("a", 1), b = AR("b", 1);
+  b.prescale = 2;
+  EXPECT_EQ(FuseResponses({a, b}, 1 << 20, 1 << 20).size(), 2u);
+}
+
+}  // namespace
+}  // namespace kolo

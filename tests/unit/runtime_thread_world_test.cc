@@ -1,0 +1,329 @@
+// The whole runtime (enqueue -> negotiate -> fuse -> run -> complete) on N Runtimes in one
+// process over the loopback transport, checked against references computed from every rank's
+// known inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <thread>
+
+#include "unit/thread_world.h"
+#include "unit/typed_data.h"
+
+namespace kolo {
+namespace {
+
+using testing::Load;
+using testing::Reference;
+using testing::RunRuntimes;
+using testing::Store;
+using testing::Tolerance;
+using testing::Value;
+using testing::WaitFor;
+
+Config FastConfig() {
+  Config c;
+  c.cycle_time_ms = 0.5;
+  return c;
+}
+
+Submission Allreduce(const std::string& name, const void* in, void* out, DataType t,
+                     std::vector<int64_t> shape, ReduceOp op) {
+  Submission s;
+  s.op = OpType::kAllreduce;
+  s.name = name;
+  s.input = in;
+  s.output = out;
+  s.dtype = t;
+  s.shape = std::move(shape);
+  s.reduce_op = op;
+  return s;
+}
+
+// Counts elements that differ from the reference; reports the first.
+int CheckAllreduce(const std::vector<char>& out, DataType t, ReduceOp op, int ranks, size_t count,
+                   const std::string& what, double pre = 1, double post = 1) {
+  int wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const double want = Reference(t, op, ranks, i, pre, post);
+    const double got = Load(t, out.data(), i);
+    if (std::fabs(got - want) > Tolerance(t, want)) {
+      if (wrong++ == 0) {
+        ADD_FAILURE() << what << ": first wrong index " << i << ": expected " << want << ", got "
+                      << got;
+      }
+    }
+  }
+  return wrong;
+}
+
+struct Case {
+  int ranks;
+  DataType dtype;
+  ReduceOp op;
+};
+
+class AllreduceEveryDtypeOp : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AllreduceEveryDtypeOp, MatchesReference) {
+  const Case c = GetParam();
+  const std::vector<size_t> counts = {0, 1, 1000};
+  RunRuntimes(c.ranks, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    std::vector<std::vector<char>> in, out;
+    std::vector<std::shared_ptr<Handle>> handles;
+    for (size_t k = 0; k < counts.size(); ++k) {
+      in.push_back(testing::Buffer(c.dtype, counts[k]));
+      out.push_back(testing::Buffer(c.dtype, counts[k]));
+      for (size_t i = 0; i < counts[k]; ++i) Store(c.dtype, in.back().data(), i, Value(c.dtype, c.op, rank, i));
+    }
+    for (size_t k = 0; k < counts.size(); ++k) {
+      auto h = rt.Enqueue(Allreduce("t" + std::to_string(k), in[k].data(), out[k].data(), c.dtype,
+                                    {static_cast<int64_t>(counts[k])}, c.op));
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      handles.push_back(*h);
+    }
+    for (size_t k = 0; k < counts.size(); ++k) {
+      Status s = WaitFor(*handles[k]);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      CheckAllreduce(out[k], c.dtype, c.op, c.ranks, counts[k],
+                     "rank " + std::to_string(rank) + " count " + std::to_string(counts[k]));
+    }
+  });
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  for (int ranks : {1, 2, 3, 4}) {
+    for (int t = 0; t < kNumDataTypes; ++t) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                          ReduceOp::kProduct}) {
+        // Average of bool is refused at submission (BadSubmissionsAreRefusedLocally).
+        if (t == static_cast<int>(DataType::kBool) && op == ReduceOp::kAverage) continue;
+        cases.push_back({ranks, static_cast<DataType>(t), op});
+      }
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreadWorld, AllreduceEveryDtypeOp, ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return "np" + std::to_string(info.param.ranks) + "_" +
+                                  std::string(DataTypeName(info.param.dtype)) + "_" +
+                                  std::string(ReduceOpName(info.param.op));
+                         });
+
+// Many small tensors of mixed sizes and dtypes, one above the fusion threshold, submitted in a
+// different order on every rank, with pieces far smaller than the tensors.
+TEST(RuntimeThreadWorld, FusionMixedSizesDtypesAndOrders) {
+  Config config = FastConfig();
+  config.cycle_time_ms = 5;  // let a whole burst land in one cycle
+  config.fusion_threshold_bytes = 4096;
+  config.fusion_chunk_bytes = 256;
+  const int ranks = 3;
+  const DataType types[] = {DataType::kFloat32, DataType::kInt32, DataType::kFloat16,
+                            DataType::kFloat64};
+  std::vector<size_t> counts;
+  for (int k = 0; k < 40; ++k) counts.push_back((k * 37) % 97);
+  counts.push_back(5000);  // 20000 bytes as float32: above the threshold, goes alone
+  RunRuntimes(ranks, config, [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    const size_t n = counts.size();
+    std::vector<std::vector<char>> in(n), out(n);
+    std::vector<std::shared_ptr<Handle>> handles(n);
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::rotate(order.begin(), order.begin() + (rank * 7) % n, order.end());
+    if (rank % 2) std::reverse(order.begin(), order.end());
+    for (size_t k : order) {
+      const DataType t = types[k % 4];
+      in[k] = testing::Buffer(t, counts[k]);
+      out[k] = testing::Buffer(t, counts[k]);
+      for (size_t i = 0; i < counts[k]; ++i) Store(t, in[k].data(), i, Value(t, ReduceOp::kSum, rank, i));
+      auto h = rt.Enqueue(Allreduce("fused/" + std::to_string(k), in[k].data(), out[k].data(), t,
+                                    {static_cast<int64_t>(counts[k])}, ReduceOp::kSum));
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      handles[k] = *h;
+    }
+    for (size_t k = 0; k < n; ++k) {
+      Status s = WaitFor(*handles[k]);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      CheckAllreduce(out[k], types[k % 4], ReduceOp::kSum, ranks, counts[k],
+                     "tensor " + std::to_string(k));
+    }
+  });
+}
+
+TEST(RuntimeThreadWorld, InPlaceWithScaleFactorsAndDirectPath) {
+  Config config = FastConfig();
+  config.fusion_direct_bytes = 1024;  // 4096 floats go alone, in place, without a copy
+  const int ranks = 3;
+  RunRuntimes(ranks, config, [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    for (size_t count : {size_t{10}, size_t{4096}}) {
+      std::vector<char> buf = testing::Buffer(DataType::kFloat32, count);
+      for (size_t i = 0; i < count; ++i) Store(DataType::kFloat32, buf.data(), i, Value(DataType::kFloat32, ReduceOp::kAverage, rank, i));
+      Submission s = Allreduce("inplace/" + std::to_string(count), buf.data(), buf.data(),
+                               DataType::kFloat32, {static_cast<int64_t>(count)}, ReduceOp::kAverage);
+      s.prescale = 0.5;
+      s.postscale = 4.0;
+      auto h = rt.Enqueue(s);
+      ASSERT_TRUE(h.ok());
+      ASSERT_TRUE(WaitFor(**h).ok());
+      CheckAllreduce(buf, DataType::kFloat32, ReduceOp::kAverage, ranks, count, "in place", 0.5, 4.0);
+    }
+  });
+}
+
+TEST(RuntimeThreadWorld, ShapeMismatchFailsOnEveryRankThenNextOpWorks) {
+  RunRuntimes(2, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    std::vector<float> in(12, 1.0f), out(12, -7.0f);
+    std::vector<int64_t> shape = rank == 0 ? std::vector<int64_t>{3, 4} : std::vector<int64_t>{4, 3};
+    auto h = rt.Enqueue(Allreduce("grad/fc1", in.data(), out.data(), DataType::kFloat32, shape,
+                                  ReduceOp::kSum));
+    ASSERT_TRUE(h.ok());
+    Status s = WaitFor(**h);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message(),
+              "allreduce 'grad/fc1': shape mismatch: rank 0 has [3,4], rank 1 has [4,3]");
+    EXPECT_EQ(out[0], -7.0f) << "a failed op must leave the output untouched";
+    // The same name works again once the failed op completed.
+    auto h2 = rt.Enqueue(Allreduce("grad/fc1", in.data(), out.data(), DataType::kFloat32, {12},
+                                   ReduceOp::kSum));
+    ASSERT_TRUE(h2.ok());
+    ASSERT_TRUE(WaitFor(**h2).ok());
+    EXPECT_EQ(out[11], 2.0f);
+  });
+}
+
+TEST(RuntimeThreadWorld, DtypeAndOpMismatchesNameBothValues) {
+  RunRuntimes(3, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    std::vector<double> in(4, 1.0), out(4);
+    Submission a = Allreduce("w", in.data(), out.data(),
+                             rank == 2 ? DataType::kInt32 : DataType::kFloat32, {2}, ReduceOp::kSum);
+    auto h = rt.Enqueue(a);
+    ASSERT_TRUE(h.ok());
+    Status s = WaitFor(**h);
+    EXPECT_EQ(s.message(), "allreduce 'w': dtype mismatch: rank 0 has float32, rank 2 has int32");
+    Submission b = Allreduce("v", in.data(), out.data(), DataType::kFloat64, {4},
+                             rank == 1 ? ReduceOp::kMax : ReduceOp::kSum);
+    if (rank == 1) b.op = OpType::kBroadcast;
+    auto h2 = rt.Enqueue(b);
+    ASSERT_TRUE(h2.ok());
+    Status s2 = WaitFor(**h2);
+    EXPECT_EQ(s2.message(),
+              "allreduce 'v': operation mismatch: rank 0 has allreduce, rank 1 has broadcast");
+  });
+}
+
+TEST(RuntimeThreadWorld, NameInFlightIsRefusedAndFirstStillCompletes) {
+  RunRuntimes(2, FastConfig(), [&](Runtime& rt) {
+    std::vector<float> a(8, 1.0f), b(8), c(8);
+    auto h = rt.Enqueue(Allreduce("dup", a.data(), b.data(), DataType::kFloat32, {8}, ReduceOp::kSum));
+    ASSERT_TRUE(h.ok());
+    auto again = rt.Enqueue(Allreduce("dup", a.data(), c.data(), DataType::kFloat32, {8}, ReduceOp::kSum));
+    if (!(*h)->Poll()) {
+      EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(again.status().message().find("already in flight"), std::string::npos);
+    }
+    ASSERT_TRUE(WaitFor(**h).ok());
+    EXPECT_EQ(b[7], 2.0f);
+    if (again.ok()) {
+      ASSERT_TRUE(WaitFor(**again).ok());  // it raced past completion: fine
+    }
+  });
+}
+
+TEST(RuntimeThreadWorld, AllgatherDifferentFirstDimensionAndBroadcastFromLastRank) {
+  const int ranks = 3;
+  RunRuntimes(ranks, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    // Rank r sends r rows (rank 0 sends none) of 3 int64.
+    std::vector<int64_t> rows(rank * 3 + 1);
+    for (int i = 0; i < rank * 3; ++i) rows[i] = rank * 100 + i;
+    Submission g;
+    g.op = OpType::kAllgather;
+    g.name = "gather";
+    g.input = rows.data();
+    g.dtype = DataType::kInt64;
+    g.shape = {rank, 3};
+    auto h = rt.Enqueue(g);
+    ASSERT_TRUE(h.ok());
+    ASSERT_TRUE(WaitFor(**h).ok());
+    const OutputBuffer& out = (*h)->output();
+    ASSERT_EQ(out.shape, (std::vector<int64_t>{0 + 1 + 2, 3}));
+    const int64_t* got = static_cast<const int64_t*>(out.data.get());
+    size_t k = 0;
+    for (int r = 0; r < ranks; ++r) {
+      for (int i = 0; i < r * 3; ++i, ++k) EXPECT_EQ(got[k], r * 100 + i) << "index " << k;
+    }
+
+    std::vector<float> in(5), outb(5, -1.0f);
+    for (int i = 0; i < 5; ++i) in[i] = rank * 10.0f + i;
+    Submission b;
+    b.op = OpType::kBroadcast;
+    b.name = "bcast";
+    b.input = in.data();
+    b.output = outb.data();
+    b.dtype = DataType::kFloat32;
+    b.shape = {5};
+    b.root = ranks - 1;
+    auto hb = rt.Enqueue(b);
+    ASSERT_TRUE(hb.ok());
+    ASSERT_TRUE(WaitFor(**hb).ok());
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(outb[i], (ranks - 1) * 10.0f + i);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(in[i], rank * 10.0f + i) << "input must be untouched";
+  });
+}
+
+TEST(RuntimeThreadWorld, BadSubmissionsAreRefusedLocally) {
+  RunRuntimes(2, FastConfig(), [&](Runtime& rt) {
+    std::vector<uint8_t> x(4);
+    auto avg_bool = rt.Enqueue(Allreduce("b", x.data(), x.data(), DataType::kBool, {4}, ReduceOp::kAverage));
+    EXPECT_EQ(avg_bool.status().code(), StatusCode::kInvalidArgument);
+    auto adasum = rt.Enqueue(Allreduce("a", x.data(), x.data(), DataType::kUInt8, {4}, ReduceOp::kAdasum));
+    EXPECT_EQ(adasum.status().code(), StatusCode::kUnimplemented);
+    auto neg = rt.Enqueue(Allreduce("n", x.data(), x.data(), DataType::kUInt8, {-1}, ReduceOp::kSum));
+    EXPECT_EQ(neg.status().code(), StatusCode::kInvalidArgument);
+    Submission b = Allreduce("root", x.data(), x.data(), DataType::kUInt8, {4}, ReduceOp::kSum);
+    b.op = OpType::kBroadcast;
+    b.root = 2;
+    auto bad_root = rt.Enqueue(b);
+    EXPECT_EQ(bad_root.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(bad_root.status().message().find("root rank 2"), std::string::npos);
+  });
+}
+
+TEST(RuntimeThreadWorld, ShutdownFailsPendingAndLaterOps) {
+  Config config = FastConfig();
+  const int ranks = 2;
+  auto control = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
+  auto data = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
+  std::vector<std::unique_ptr<Runtime>> rts;
+  for (int r = 0; r < ranks; ++r) {
+    RankLayout l;
+    l.rank = r;
+    l.size = ranks;
+    rts.push_back(std::make_unique<Runtime>(config, l, std::make_unique<LoopbackCommunicator>(control, r),
+                                            std::make_unique<LoopbackCommunicator>(data, r)));
+    ASSERT_TRUE(rts.back()->Start().ok());
+  }
+  // Rank 1 submits a tensor rank 0 never submits, then rank 0 shuts down.
+  std::vector<float> v(4, 1.0f);
+  auto pending = rts[1]->Enqueue(Allreduce("orphan", v.data(), v.data(), DataType::kFloat32, {4}, ReduceOp::kSum));
+  ASSERT_TRUE(pending.ok());
+  rts[0]->Shutdown();
+  Status s = WaitFor(**pending);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("rank 0 shut down"), std::string::npos) << s.message();
+  auto later = rts[1]->Enqueue(Allreduce("later", v.data(), v.data(), DataType::kFloat32, {4}, ReduceOp::kSum));
+  EXPECT_EQ(later.status().code(), StatusCode::kFailedPrecondition);
+  rts[1]->Shutdown();
+}
+
+}  // namespace
+}  // namespace kolo

@@ -1,0 +1,55 @@
+#include "unit/thread_world.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace kolo::testing {
+
+void RunOnThreadWorld(int ranks, const std::function<void(Communicator&)>& fn,
+                      std::chrono::milliseconds deadline) {
+  auto world = std::make_shared<LoopbackWorld>(ranks, deadline);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      LoopbackCommunicator comm(world, r);
+      fn(comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn) {
+  auto control = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
+  auto data = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  for (int r = 0; r < ranks; ++r) {
+    RankLayout layout;
+    layout.rank = r;
+    layout.size = ranks;
+    layout.local_rank = r;
+    layout.local_size = ranks;
+    runtimes.push_back(std::make_unique<Runtime>(
+        config, layout, std::make_unique<LoopbackCommunicator>(control, r),
+        std::make_unique<LoopbackCommunicator>(data, r)));
+    ASSERT_TRUE(runtimes.back()->Start().ok());
+  }
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { fn(*runtimes[r]); });
+  for (auto& t : threads) t.join();
+  for (auto& rt : runtimes) rt->Shutdown();
+}
+
+Status WaitFor(Handle& handle, std::chrono::milliseconds deadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (!handle.Poll()) {
+    if (std::chrono::steady_clock::now() > until) {
+      return DeadlineExceededError("handle not completed after " +
+                                   std::to_string(deadline.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return handle.status();
+}
+
+}  // namespace kolo::testing

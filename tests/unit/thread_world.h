@@ -1,0 +1,30 @@
+// The thread world (tier 1 of ARCHITECTURE.md): N ranks as threads of this process over the
+// loopback transport, so algorithms and the whole runtime run without MPI, deterministically,
+// with a deadline on every wait.
+#ifndef KOLO_TESTS_UNIT_THREAD_WORLD_H_
+#define KOLO_TESTS_UNIT_THREAD_WORLD_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "collectives/loopback/loopback_communicator.h"
+#include "runtime/runtime.h"
+
+namespace kolo::testing {
+
+// Runs fn(comm) on `ranks` threads, one loopback communicator each, and joins them.
+void RunOnThreadWorld(int ranks, const std::function<void(Communicator&)>& fn,
+                      std::chrono::milliseconds deadline = std::chrono::seconds(20));
+
+// Starts `ranks` Runtimes over loopback control and data worlds, runs fn(runtime) on one
+// thread per rank, then shuts them all down.
+void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn);
+
+// Waits for a handle with a deadline, so a lost completion fails instead of hanging.
+Status WaitFor(Handle& handle, std::chrono::milliseconds deadline = std::chrono::seconds(20));
+
+}  // namespace kolo::testing
+
+#endif  // KOLO_TESTS_UNIT_THREAD_WORLD_H_
