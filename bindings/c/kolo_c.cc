@@ -1,5 +1,6 @@
 // The C API: a thin translation from kolo.h onto the Runtime. The process holds one Runtime
 // pointer (shared, so a submission racing kolo_shutdown keeps it alive until it returns).
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -85,6 +86,11 @@ kolo_status_t kolo_init(void) {
   KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
                 config->cycle_time_ms, config->fusion_threshold_bytes, config->fusion_chunk_bytes);
   g_runtime = std::move(runtime);
+  // A program that returns without kolo_shutdown() must not leave the background thread
+  // calling MPI while MPI_Finalize runs: registered after AttachToMpi's finaliser, this runs
+  // before it.
+  static const bool registered = (std::atexit([] { kolo_shutdown(); }), true);
+  (void)registered;
   return KOLO_SUCCESS;
 }
 

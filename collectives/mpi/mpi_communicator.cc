@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <climits>
 #include <cstring>
 #include <mutex>
@@ -29,35 +31,51 @@ Status MpiError(int code, const char* call) {
 
 namespace {
 
-// kolo's 16-bit float types and their user-defined reductions, created once per process.
-struct HalfTypes {
+// kolo's 16-bit float types and its user-defined reductions, created once per process. The
+// reductions run kolo's own kernels and serve the dtypes MPI cannot reduce itself (float16,
+// bfloat16) and the ones Open MPI 4.1 reduces wrongly: its op/avx component adds 8- and 16-bit
+// integers with saturating vector instructions (open-mpi/ompi#8045), where kolo wraps.
+struct KoloMpiTypes {
   MPI_Datatype f16 = MPI_DATATYPE_NULL;
   MPI_Datatype bf16 = MPI_DATATYPE_NULL;
   MPI_Op sum = MPI_OP_NULL, min = MPI_OP_NULL, max = MPI_OP_NULL, prod = MPI_OP_NULL;
   bool ready = false;
 };
-HalfTypes g_half;
-std::mutex g_half_mu;
+KoloMpiTypes g_types;
+std::mutex g_types_mu;
+
+bool DtypeFromMpi(MPI_Datatype t, DataType* out) {
+  if (t == g_types.f16) *out = DataType::kFloat16;
+  else if (t == g_types.bf16) *out = DataType::kBFloat16;
+  else if (t == MPI_INT8_T) *out = DataType::kInt8;
+  else if (t == MPI_UINT8_T) *out = DataType::kUInt8;
+  else if (t == MPI_INT16_T) *out = DataType::kInt16;
+  else if (t == MPI_UINT16_T) *out = DataType::kUInt16;
+  else return false;
+  return true;
+}
 
 template <ReduceOp kOp>
-void HalfReduce(void* in, void* inout, int* len, MPI_Datatype* type) {
-  DataType dtype = (*type == g_half.bf16) ? DataType::kBFloat16 : DataType::kFloat16;
-  // MPI user functions compute inout = in (op) inout; all our ops are commutative.
+void KoloReduce(void* in, void* inout, int* len, MPI_Datatype* type) {
+  DataType dtype;
+  // Only ever registered for the types DtypeFromMpi knows (MpiOpFor below).
+  if (!DtypeFromMpi(*type, &dtype)) return;
+  // MPI user functions compute inout = in (op) inout; all these ops are commutative.
   (void)ReduceInto(inout, in, static_cast<size_t>(*len), dtype, kOp);
 }
 
-Status EnsureHalfTypes() {
-  std::lock_guard<std::mutex> lock(g_half_mu);
-  if (g_half.ready) return Status::OK();
-  KOLO_MPI_CALL(MPI_Type_contiguous(2, MPI_BYTE, &g_half.f16));
-  KOLO_MPI_CALL(MPI_Type_commit(&g_half.f16));
-  KOLO_MPI_CALL(MPI_Type_contiguous(2, MPI_BYTE, &g_half.bf16));
-  KOLO_MPI_CALL(MPI_Type_commit(&g_half.bf16));
-  KOLO_MPI_CALL(MPI_Op_create(&HalfReduce<ReduceOp::kSum>, 1, &g_half.sum));
-  KOLO_MPI_CALL(MPI_Op_create(&HalfReduce<ReduceOp::kMin>, 1, &g_half.min));
-  KOLO_MPI_CALL(MPI_Op_create(&HalfReduce<ReduceOp::kMax>, 1, &g_half.max));
-  KOLO_MPI_CALL(MPI_Op_create(&HalfReduce<ReduceOp::kProduct>, 1, &g_half.prod));
-  g_half.ready = true;
+Status EnsureKoloTypes() {
+  std::lock_guard<std::mutex> lock(g_types_mu);
+  if (g_types.ready) return Status::OK();
+  KOLO_MPI_CALL(MPI_Type_contiguous(2, MPI_BYTE, &g_types.f16));
+  KOLO_MPI_CALL(MPI_Type_commit(&g_types.f16));
+  KOLO_MPI_CALL(MPI_Type_contiguous(2, MPI_BYTE, &g_types.bf16));
+  KOLO_MPI_CALL(MPI_Type_commit(&g_types.bf16));
+  KOLO_MPI_CALL(MPI_Op_create(&KoloReduce<ReduceOp::kSum>, 1, &g_types.sum));
+  KOLO_MPI_CALL(MPI_Op_create(&KoloReduce<ReduceOp::kMin>, 1, &g_types.min));
+  KOLO_MPI_CALL(MPI_Op_create(&KoloReduce<ReduceOp::kMax>, 1, &g_types.max));
+  KOLO_MPI_CALL(MPI_Op_create(&KoloReduce<ReduceOp::kProduct>, 1, &g_types.prod));
+  g_types.ready = true;
   return Status::OK();
 }
 
@@ -76,21 +94,23 @@ Status MpiTypeFor(DataType dtype, MPI_Datatype* out) {
     case DataType::kBool: *out = MPI_UINT8_T; return Status::OK();
     case DataType::kFloat16:
     case DataType::kBFloat16:
-      KOLO_RETURN_IF_ERROR(EnsureHalfTypes());
-      *out = dtype == DataType::kFloat16 ? g_half.f16 : g_half.bf16;
+      KOLO_RETURN_IF_ERROR(EnsureKoloTypes());
+      *out = dtype == DataType::kFloat16 ? g_types.f16 : g_types.bf16;
       return Status::OK();
   }
   return InvalidArgumentError("no MPI datatype for dtype " + std::to_string(int(dtype)));
 }
 
 Status MpiOpFor(DataType dtype, ReduceOp op, MPI_Op* out) {
-  if (IsHalf(dtype)) {
-    KOLO_RETURN_IF_ERROR(EnsureHalfTypes());
+  const bool narrow_int = dtype == DataType::kInt8 || dtype == DataType::kUInt8 ||
+                          dtype == DataType::kInt16 || dtype == DataType::kUInt16;
+  if (IsHalf(dtype) || (narrow_int && (op == ReduceOp::kSum || op == ReduceOp::kProduct))) {
+    KOLO_RETURN_IF_ERROR(EnsureKoloTypes());
     switch (op) {
-      case ReduceOp::kSum: *out = g_half.sum; return Status::OK();
-      case ReduceOp::kMin: *out = g_half.min; return Status::OK();
-      case ReduceOp::kMax: *out = g_half.max; return Status::OK();
-      case ReduceOp::kProduct: *out = g_half.prod; return Status::OK();
+      case ReduceOp::kSum: *out = g_types.sum; return Status::OK();
+      case ReduceOp::kMin: *out = g_types.min; return Status::OK();
+      case ReduceOp::kMax: *out = g_types.max; return Status::OK();
+      case ReduceOp::kProduct: *out = g_types.prod; return Status::OK();
       default: break;
     }
   } else if (dtype == DataType::kBool) {
@@ -222,12 +242,32 @@ Status MpiCommunicator::Barrier() {
   return Status::OK();
 }
 
+Status MpiCommunicator::WaitPolled(MPI_Request* request) {
+  // A blocking MPI collective busy-polls until the slowest rank arrives; the negotiation's
+  // ranks are routinely up to a cycle apart, and on a machine with as many ranks as cores that
+  // spinning starves the application's own threads (and its MPI calls). So: spin briefly for
+  // the common in-step case, then test at growing intervals that sleep.
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto pause = std::chrono::microseconds(10);
+  while (true) {
+    int done = 0;
+    KOLO_MPI_CALL(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+    if (done) return Status::OK();
+    if (Clock::now() - start < std::chrono::microseconds(20)) continue;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
+  }
+}
+
 Status MpiCommunicator::GatherBytes(const std::string& mine, std::vector<std::string>* all,
                                     int root) {
   if (mine.size() > INT_MAX) return InvalidArgumentError("GatherBytes: message over 2 GiB");
   int my_len = static_cast<int>(mine.size());
   std::vector<int> lens(rank_ == root ? size_ : 0);
-  KOLO_MPI_CALL(MPI_Gather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, root, comm_));
+  MPI_Request req;
+  KOLO_MPI_CALL(MPI_Igather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, root, comm_, &req));
+  KOLO_RETURN_IF_ERROR(WaitPolled(&req));
   std::vector<int> displs;
   std::string joined;
   if (rank_ == root) {
@@ -240,8 +280,9 @@ Status MpiCommunicator::GatherBytes(const std::string& mine, std::vector<std::st
     }
     joined.resize(off);
   }
-  KOLO_MPI_CALL(MPI_Gatherv(mine.data(), my_len, MPI_BYTE, joined.data(), lens.data(),
-                            displs.data(), MPI_BYTE, root, comm_));
+  KOLO_MPI_CALL(MPI_Igatherv(mine.data(), my_len, MPI_BYTE, joined.data(), lens.data(),
+                             displs.data(), MPI_BYTE, root, comm_, &req));
+  KOLO_RETURN_IF_ERROR(WaitPolled(&req));
   if (rank_ == root) {
     all->assign(size_, std::string());
     for (int r = 0; r < size_; ++r) (*all)[r] = joined.substr(displs[r], lens[r]);
@@ -250,10 +291,15 @@ Status MpiCommunicator::GatherBytes(const std::string& mine, std::vector<std::st
 }
 
 Status MpiCommunicator::BroadcastBytes(std::string* bytes, int root) {
-  int64_t len = rank_ == root ? static_cast<int64_t>(bytes->size()) : 0;
-  KOLO_MPI_CALL(MPI_Bcast(&len, 1, MPI_INT64_T, root, comm_));
+  if (bytes->size() > INT_MAX) return InvalidArgumentError("BroadcastBytes: message over 2 GiB");
+  int len = rank_ == root ? static_cast<int>(bytes->size()) : 0;
+  MPI_Request req;
+  KOLO_MPI_CALL(MPI_Ibcast(&len, 1, MPI_INT, root, comm_, &req));
+  KOLO_RETURN_IF_ERROR(WaitPolled(&req));
   if (rank_ != root) bytes->resize(static_cast<size_t>(len));
-  return Broadcast(bytes->data(), static_cast<size_t>(len), root);
+  if (len == 0) return Status::OK();
+  KOLO_MPI_CALL(MPI_Ibcast(bytes->data(), len, MPI_BYTE, root, comm_, &req));
+  return WaitPolled(&req);
 }
 
 }  // namespace kolo

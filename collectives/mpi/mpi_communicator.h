@@ -33,9 +33,13 @@ class MpiCommunicator : public Communicator {
   Status Broadcast(void* buffer, size_t bytes, int root) override;
   Status Barrier() override;
   Status GatherBytes(const std::string& mine, std::vector<std::string>* all, int root) override;
+  // The control-plane calls are non-blocking collectives completed by WaitPolled, which
+  // sleeps between tests instead of spinning (see there).
   Status BroadcastBytes(std::string* bytes, int root) override;
 
  private:
+  Status WaitPolled(MPI_Request* request);
+
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 1;
@@ -43,7 +47,9 @@ class MpiCommunicator : public Communicator {
 };
 
 // MPI datatype and op for a kolo dtype/op. float16/bfloat16 use kolo's own committed types and
-// user-defined ops (reduced through float32 per step); bool uses MPI_UINT8_T with MPI_LOR/LAND.
+// user-defined ops (reduced through float32 per step); 8/16-bit integer Sum and Product use
+// kolo's user-defined ops too (Open MPI's AVX ones saturate instead of wrapping); bool uses
+// MPI_UINT8_T with MPI_LOR/LAND.
 // Must be called after MPI_Init, from the thread that owns MPI.
 Status MpiTypeFor(DataType dtype, MPI_Datatype* out);
 Status MpiOpFor(DataType dtype, ReduceOp op, MPI_Op* out);

@@ -1,0 +1,347 @@
+// kolo-bench: all-reduce through MPI and through kolo's runtime, side by side, in one run.
+//
+//   mpirun -np N kolo-bench [-b 8] [-e 64M] [-f 4] [-n 20] [-w 5] [-c 1] [-o sum] [-d float]
+//   mpirun -np N kolo-bench --model resnet50|bert-base|tiny-1000
+//
+// Flags and columns follow nccl-tests (all_reduce_perf); sweep.h and replay.h say what is timed.
+// This file parses the flags, sets up MPI (MPI_THREAD_MULTIPLE, before kolo_init, which then
+// attaches to it) and kolo, prints the header and runs the sweep or the model replay.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/dtypes.h"
+#include "bench/harness.h"
+#include "bench/models.h"
+#include "bench/replay.h"
+#include "bench/report.h"
+#include "bench/sweep.h"
+#include "kolo/kolo.h"
+
+extern char** environ;
+
+namespace kolo::bench {
+namespace {
+
+struct Flags {
+  std::string min_bytes = "8";
+  std::string max_bytes = "64M";
+  std::string step_bytes;
+  double step_factor = 4;
+  int iters = 20;
+  int warmup = 5;
+  int repeats = 5;
+  int check = 1;
+  std::string op = "sum";
+  std::string dtype = "float";
+  std::string paths;
+  std::string model;
+  std::string json;
+};
+
+// "8", "64K", "64M", "1G", "1GB" (binary units, like nccl-tests). False on anything else.
+bool ParseBytes(std::string text, int64_t* bytes) {
+  if (text.empty()) return false;
+  if (text.size() > 1 && (text.back() == 'B' || text.back() == 'b')) text.pop_back();
+  int shift = 0;
+  switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+    case 'K':
+      shift = 10;
+      break;
+    case 'M':
+      shift = 20;
+      break;
+    case 'G':
+      shift = 30;
+      break;
+    default:
+      break;
+  }
+  if (shift != 0) text.pop_back();
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) != 0;
+      })) {
+    return false;
+  }
+  const long long value = std::stoll(text);
+  if (value > (INT64_MAX >> shift)) return false;
+  *bytes = static_cast<int64_t>(value) << shift;
+  return true;
+}
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string ThreadLevelName(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
+    default:
+      return "thread level " + std::to_string(level);
+  }
+}
+
+// Variables mpirun sets for its own plumbing in every process: not knobs, so not in the header.
+bool IsLauncherVariable(const std::string& entry) {
+  for (const char* prefix : {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix",
+                             "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_RUNTIME_QUERY_hint"}) {
+    if (entry.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+RunInfo GatherRunInfo(const World& world, int argc, char** argv, int thread_level) {
+  RunInfo info;
+  info.version = std::to_string(KOLO_VERSION_MAJOR) + "." + std::to_string(KOLO_VERSION_MINOR) +
+                 "." + std::to_string(KOLO_VERSION_PATCH);
+  for (int i = 0; i < argc; ++i) info.command_line += (i ? " " : "") + std::string(argv[i]);
+  info.ranks = world.size;
+  std::vector<char> names(static_cast<size_t>(world.size) * MPI_MAX_PROCESSOR_NAME, '\0');
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  std::strncpy(mine, world.host.c_str(), sizeof mine - 1);
+  CheckMpi(world,
+           MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(),
+                         MPI_MAX_PROCESSOR_NAME, MPI_CHAR, world.comm),
+           "MPI_Allgather(host names)");
+  for (int r = 0; r < world.size; ++r) {
+    const std::string host(&names[static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+    auto it = std::find_if(info.hosts.begin(), info.hosts.end(),
+                           [&](const auto& h) { return h.first == host; });
+    if (it == info.hosts.end()) {
+      info.hosts.emplace_back(host, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  info.local_size = kolo_local_size();
+  info.cross_size = kolo_cross_size();
+  char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(library, &length);
+  info.mpi_library = std::string(library, std::strcspn(library, "\n,"));
+  info.thread_level = ThreadLevelName(thread_level);
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    for (const char* prefix : {"KOLO_", "HOROVOD_", "MALLOC_", "OMPI_MCA_"}) {
+      if (entry.rfind(prefix, 0) == 0 && !IsLauncherVariable(entry)) {
+        const size_t eq = entry.find('=');
+        info.env.emplace_back(entry.substr(0, eq),
+                              eq == std::string::npos ? "" : entry.substr(eq + 1));
+      }
+    }
+  }
+  std::sort(info.env.begin(), info.env.end());
+  return info;
+}
+
+// Returns the process's exit status.
+int Main(const World& world, int argc, char** argv, int thread_level) {
+  Flags f;
+  CLI::App app{
+      "kolo-bench: all-reduce through MPI_Allreduce and through kolo's runtime, side by side "
+      "(nccl-tests' flags and columns). Run under mpirun."};
+  app.add_option("-b,--minbytes", f.min_bytes, "smallest size (8, 64K, 64M)")
+      ->capture_default_str();
+  app.add_option("-e,--maxbytes", f.max_bytes, "largest size")->capture_default_str();
+  app.add_option("-i,--stepbytes", f.step_bytes, "linear step between sizes (instead of -f)");
+  app.add_option("-f,--stepfactor", f.step_factor, "size multiplier between sizes")
+      ->capture_default_str();
+  app.add_option("-n,--iters", f.iters, "timed calls per block (sweep) / timed steps (--model)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("-w,--warmup_iters", f.warmup, "warmup calls (sweep) / steps (--model)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("-R,--repeats", f.repeats, "timed blocks per size and path; the median is shown")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("-c,--check", f.check, "check every output element (0/1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1));
+  app.add_option("-o,--op", f.op, "sum|prod|min|max|avg|all")->capture_default_str();
+  app.add_option("-d,--datatype", f.dtype, DtypeNameList() + "|all")->capture_default_str();
+  app.add_option("--paths", f.paths,
+                 "comma list; sweep: mpi,kolo (default both); --model: "
+                 "kolo,mpi-per-tensor,mpi-fused (default all)");
+  std::string model_help = "replay a model's gradients:";
+  for (const std::string& m : ModelNames()) model_help += " " + m;
+  app.add_option("--model", f.model, model_help);
+  app.add_option("--json", f.json, "write every row to this JSON file (rank 0)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (world.rank == 0) return app.exit(e);
+    return e.get_exit_code();
+  }
+
+  auto usage_error = [&](const std::string& message) {
+    if (world.rank == 0) std::fprintf(stderr, "kolo-bench: %s\n", message.c_str());
+    return 2;
+  };
+  std::vector<const DtypeInfo*> dtypes;
+  for (const std::string& name :
+       f.dtype == "all" ? std::vector<std::string>{} : SplitCommas(f.dtype)) {
+    const DtypeInfo* d = ParseDtype(name);
+    if (d == nullptr) return usage_error("unknown -d '" + name + "'; one of " + DtypeNameList());
+    dtypes.push_back(d);
+  }
+  if (f.dtype == "all") {
+    for (const DtypeInfo& d : Dtypes()) dtypes.push_back(&d);
+  }
+  std::vector<const OpInfo*> ops;
+  for (const std::string& name : f.op == "all" ? std::vector<std::string>{} : SplitCommas(f.op)) {
+    const OpInfo* o = ParseOp(name);
+    if (o == nullptr) return usage_error("unknown -o '" + name + "'; sum|prod|min|max|avg|all");
+    ops.push_back(o);
+  }
+  if (f.op == "all") {
+    for (const OpInfo& o : Ops()) ops.push_back(&o);
+  }
+  if (dtypes.empty() || ops.empty()) return usage_error("-d and -o need at least one value");
+
+  ModelLayout model;
+  const bool replay = !f.model.empty();
+  if (replay && !ModelByName(f.model, &model)) {
+    std::string names;
+    for (const std::string& m : ModelNames()) names += " " + m;
+    return usage_error("unknown --model '" + f.model + "'; one of" + names);
+  }
+  if (replay && (dtypes.size() != 1 || ops.size() != 1)) {
+    return usage_error("--model takes one -d and one -o");
+  }
+  const std::vector<std::string> known_paths =
+      replay ? std::vector<std::string>{"kolo", "mpi-per-tensor", "mpi-fused"}
+             : std::vector<std::string>{"mpi", "kolo"};
+  std::vector<std::string> paths = f.paths.empty() ? known_paths : SplitCommas(f.paths);
+  for (const std::string& p : paths) {
+    if (std::find(known_paths.begin(), known_paths.end(), p) == known_paths.end() ||
+        std::count(paths.begin(), paths.end(), p) != 1) {
+      return usage_error("bad --paths entry '" + p + "' (unknown or repeated)");
+    }
+  }
+  if (paths.empty()) return usage_error("--paths is empty");
+
+  SweepOptions sweep;
+  if (!ParseBytes(f.min_bytes, &sweep.min_bytes))
+    return usage_error("bad -b '" + f.min_bytes + "'");
+  if (!ParseBytes(f.max_bytes, &sweep.max_bytes))
+    return usage_error("bad -e '" + f.max_bytes + "'");
+  if (!f.step_bytes.empty() && !ParseBytes(f.step_bytes, &sweep.step_bytes)) {
+    return usage_error("bad -i '" + f.step_bytes + "'");
+  }
+  if (sweep.step_bytes == 0 && f.step_factor <= 1.0 && sweep.min_bytes != sweep.max_bytes) {
+    return usage_error("-f must be > 1 (or give -i)");
+  }
+
+  if (thread_level < MPI_THREAD_MULTIPLE) {
+    Fail(world, "MPI provides " + ThreadLevelName(thread_level) +
+                    "; kolo-bench calls MPI from the main thread while kolo's background thread "
+                    "does too, so it needs MPI_THREAD_MULTIPLE");
+  }
+  // Without a kolo path kolo is not started: its background thread negotiates every cycle even
+  // when idle, and `--paths mpi` is the clean MPI baseline.
+  const bool use_kolo = std::find(paths.begin(), paths.end(), "kolo") != paths.end();
+  if (use_kolo) CheckKolo(world, kolo_init(), "kolo_init", nullptr, nullptr);
+  if (use_kolo && (kolo_size() != world.size || kolo_rank() != world.rank)) {
+    Fail(world, "kolo sees rank " + std::to_string(kolo_rank()) + " of " +
+                    std::to_string(kolo_size()) + ", MPI_COMM_WORLD says " +
+                    std::to_string(world.rank) + " of " + std::to_string(world.size));
+  }
+
+  const RunInfo info = GatherRunInfo(world, argc, argv, thread_level);
+  Report report(world.rank == 0, world.size, stdout);
+  report.Header(info);
+  if (std::getenv("MALLOC_MMAP_MAX_") == nullptr) {
+    report.Note(
+        "malloc untuned: Open MPI's MPI_Allreduce allocates a message-sized temporary per "
+        "call and slows from 32 MiB here (MACHINE-NOTES.md 2); for the tuned baseline "
+        "rerun with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 "
+        "MALLOC_ARENA_MAX=1");
+  }
+  report.Note(
+      "mpi: half/bfloat16 through a user MPI_Op (reduced in float); avg = MPI_SUM then a "
+      "division pass, timed. Paths interleaved; times are the max over ranks.");
+  if (use_kolo && paths.size() > 1) {
+    report.Note(
+        "mpi paths run while kolo's background thread is alive (as in a job that uses "
+        "both); --paths without kolo measures MPI with kolo not started");
+  }
+  {
+    const MpiAllreducer mpi(world);
+    if (replay) {
+      ReplayOptions options;
+      options.steps = f.iters;
+      options.warmup = f.warmup;
+      options.check = f.check != 0;
+      options.dtype = dtypes[0];
+      options.op = ops[0];
+      options.paths = paths;
+      RunReplay(world, mpi, model, options, &report);
+    } else {
+      sweep.step_factor = f.step_factor;
+      sweep.iters = f.iters;
+      sweep.warmup = f.warmup;
+      sweep.repeats = f.repeats;
+      sweep.check = f.check != 0;
+      sweep.dtypes = dtypes;
+      sweep.ops = ops;
+      sweep.paths = paths;
+      report.Note("time: per-call mean of a block of -n " + std::to_string(f.iters) +
+                  " calls, median of -R " + std::to_string(f.repeats) + " blocks");
+      RunSweep(world, mpi, sweep, &report);
+    }
+  }
+  report.Footer();
+  if (!f.json.empty()) {
+    std::string error;
+    if (!report.WriteJson(f.json, info, &error)) Fail(world, "--json: " + error);
+  }
+  Barrier(world);  // nobody shuts kolo down while a peer still has operations in flight
+  if (use_kolo) CheckKolo(world, kolo_shutdown(), "kolo_shutdown", nullptr, nullptr);
+  return report.total_wrong() == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace kolo::bench
+
+int main(int argc, char** argv) {
+  int provided = MPI_THREAD_SINGLE;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "kolo-bench: MPI_Init_thread failed\n");
+    return 1;
+  }
+  kolo::bench::World world;
+  MPI_Comm_dup(MPI_COMM_WORLD, &world.comm);
+  MPI_Comm_set_errhandler(world.comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(world.comm, &world.rank);
+  MPI_Comm_size(world.comm, &world.size);
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(host, &length);
+  world.host.assign(host, length);
+
+  const int status = kolo::bench::Main(world, argc, argv, provided);
+  MPI_Comm_free(&world.comm);
+  MPI_Finalize();
+  return status;
+}

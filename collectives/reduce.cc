@@ -1,0 +1,416 @@
+// Entry points of reduce.h and the kernels for the native element types (integers, bool,
+// float32, float64). float16/bfloat16 are in reduce_half.cc; why the loops are blocked and
+// compiled twice is explained in reduce_internal.h.
+//
+// Integer arithmetic is done in an unsigned type at least as wide as `unsigned`: wrapping is then
+// defined (signed overflow would be UB) and small types do not overflow through promotion to int
+// (uint16 * uint16 does). bool is stored as one byte and read as a byte, never as C++ bool, so a
+// stray 2 from a framework is not UB; results are always 0 or 1.
+#include "collectives/reduce.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "collectives/reduce_internal.h"
+
+#if KOLO_REDUCE_X86
+#include <cpuid.h>
+#endif
+
+namespace kolo {
+namespace internal {
+namespace {
+
+std::atomic<bool> g_simd_enabled{true};
+
+bool CpuHasAvx2F16c() {
+#if KOLO_REDUCE_X86
+  // Explicit init: this may first run from another library's static constructor.
+  __builtin_cpu_init();
+  // __builtin_cpu_supports("avx2") also checks that the OS saves YMM state, which F16C needs
+  // too; F16C itself is read from CPUID because older Clang has no "f16c" feature string.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  return __builtin_cpu_supports("avx2") && f16c;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool UseAvx2() {
+  static const bool cpu_has_avx2 = CpuHasAvx2F16c();
+  return cpu_has_avx2 && g_simd_enabled.load(std::memory_order_relaxed);
+}
+
+void SetSimdEnabledForTesting(bool enabled) {
+  g_simd_enabled.store(enabled, std::memory_order_relaxed);
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::kBlock;
+using internal::UseAvx2;
+
+// ---- loops (see reduce_internal.h for why they are blocked and duplicated) -------------------
+
+// dst[i] = f(src[i]).
+template <typename T, typename F>
+KOLO_REDUCE_INLINE void MapBlocked(T* __restrict dst, const T* __restrict src, size_t n, F f) {
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    T* __restrict d = dst + i;
+    const T* __restrict s = src + i;
+    for (size_t j = 0; j < kBlock; ++j) d[j] = f(s[j]);
+  }
+  for (; i < n; ++i) dst[i] = f(src[i]);
+}
+
+// data[i] = f(data[i]).
+template <typename T, typename F>
+KOLO_REDUCE_INLINE void MapInPlace(T* data, size_t n, F f) {
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    T* d = data + i;
+    for (size_t j = 0; j < kBlock; ++j) d[j] = f(d[j]);
+  }
+  for (; i < n; ++i) data[i] = f(data[i]);
+}
+
+// inout[i] = f(inout[i], in[i]).
+template <typename T, typename F>
+KOLO_REDUCE_INLINE void ZipBlocked(T* __restrict inout, const T* __restrict in, size_t n, F f) {
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    T* __restrict a = inout + i;
+    const T* __restrict b = in + i;
+    for (size_t j = 0; j < kBlock; ++j) a[j] = f(a[j], b[j]);
+  }
+  for (; i < n; ++i) inout[i] = f(inout[i], in[i]);
+}
+
+template <typename T, typename F>
+void MapBaseline(T* dst, const T* src, size_t n, F f) {
+  MapBlocked(dst, src, n, f);
+}
+template <typename T, typename F>
+void MapInPlaceBaseline(T* data, size_t n, F f) {
+  MapInPlace(data, n, f);
+}
+template <typename T, typename F>
+void ZipBaseline(T* inout, const T* in, size_t n, F f) {
+  ZipBlocked(inout, in, n, f);
+}
+
+#if KOLO_REDUCE_X86
+template <typename T, typename F>
+KOLO_REDUCE_AVX2 void MapAvx2(T* dst, const T* src, size_t n, F f) {
+  MapBlocked(dst, src, n, f);
+}
+template <typename T, typename F>
+KOLO_REDUCE_AVX2 void MapInPlaceAvx2(T* data, size_t n, F f) {
+  MapInPlace(data, n, f);
+}
+template <typename T, typename F>
+KOLO_REDUCE_AVX2 void ZipAvx2(T* inout, const T* in, size_t n, F f) {
+  ZipBlocked(inout, in, n, f);
+}
+#endif
+
+// dst[i] = f(src[i]); dst and src are equal or do not overlap.
+template <typename T, typename F>
+void Map(T* dst, const T* src, size_t n, F f) {
+  if (dst == src) {
+#if KOLO_REDUCE_X86
+    if (UseAvx2()) return MapInPlaceAvx2(dst, n, f);
+#endif
+    return MapInPlaceBaseline(dst, n, f);
+  }
+#if KOLO_REDUCE_X86
+  if (UseAvx2()) return MapAvx2(dst, src, n, f);
+#endif
+  MapBaseline(dst, src, n, f);
+}
+
+// inout[i] = f(inout[i], in[i]); inout and in are equal or do not overlap. Equal pointers are
+// legal in reduce.h but no caller passes them, so that case gets only the baseline loop.
+template <typename T, typename F>
+void Zip(T* inout, const T* in, size_t n, F f) {
+  if (inout == in) return MapInPlaceBaseline(inout, n, [f](T a) { return f(a, a); });
+#if KOLO_REDUCE_X86
+  if (UseAvx2()) return ZipAvx2(inout, in, n, f);
+#endif
+  ZipBaseline(inout, in, n, f);
+}
+
+// ---- element functions ------------------------------------------------------------------------
+
+template <typename T>
+using WrapType =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <typename T>
+T Add(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapType<T>>(x) + static_cast<WrapType<T>>(y));
+  } else {
+    return x + y;
+  }
+}
+
+template <typename T>
+T Multiply(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapType<T>>(x) * static_cast<WrapType<T>>(y));
+  } else {
+    return x * y;
+  }
+}
+
+// double -> integer, truncating toward zero. Out-of-range values saturate and NaN gives 0:
+// reduce.h does not promise clamping, but a plain cast would be UB there. The clamp is done in
+// double so the loop stays branch-free; for 64-bit types the largest double below 2^63 (2^64)
+// is not the type's max, so values at or above the limit are patched afterwards.
+template <typename T>
+T TruncateToInt(double v) {
+  using Limits = std::numeric_limits<T>;
+  constexpr double kLimit = static_cast<double>(Limits::max() / 2 + 1) * 2.0;  // 2^digits
+  constexpr double kLo = static_cast<double>(Limits::min());                   // exact
+  constexpr double kHi = sizeof(T) < 8       ? static_cast<double>(Limits::max())
+                         : Limits::is_signed ? kLimit - 1024.0
+                                             : kLimit - 2048.0;
+  double c = v < kLo ? kLo : v;
+  c = c > kHi ? kHi : c;
+  c = c == c ? c : 0.0;
+  T r = static_cast<T>(c);
+  if constexpr (sizeof(T) == 8) r = v >= kLimit ? Limits::max() : r;
+  return r;
+}
+
+// C's `/` (truncation toward zero) with divisor > 0, so neither x / 0 nor INT64_MIN / -1 occurs.
+template <typename T>
+T DivideTrunc(T x, int64_t divisor) {
+  if constexpr (std::is_signed_v<T>) {
+    return static_cast<T>(static_cast<int64_t>(x) / divisor);
+  } else {
+    return static_cast<T>(static_cast<uint64_t>(x) / static_cast<uint64_t>(divisor));
+  }
+}
+
+template <typename T>
+void ReduceNative(void* inout, const void* in, size_t n, ReduceOp op) {
+  T* a = static_cast<T*>(inout);
+  const T* b = static_cast<const T*>(in);
+  switch (op) {
+    case ReduceOp::kSum:
+      return Zip(a, b, n, [](T x, T y) { return Add(x, y); });
+    case ReduceOp::kMin:  // std::min(x, y): a NaN in x is kept
+      return Zip(a, b, n, [](T x, T y) { return y < x ? y : x; });
+    case ReduceOp::kMax:  // std::max(x, y)
+      return Zip(a, b, n, [](T x, T y) { return x < y ? y : x; });
+    case ReduceOp::kProduct:
+      return Zip(a, b, n, [](T x, T y) { return Multiply(x, y); });
+    default:
+      return;  // ReduceInto has refused it
+  }
+}
+
+void ReduceBool(void* inout, const void* in, size_t n, ReduceOp op) {
+  uint8_t* a = static_cast<uint8_t*>(inout);
+  const uint8_t* b = static_cast<const uint8_t*>(in);
+  if (op == ReduceOp::kSum || op == ReduceOp::kMax) {
+    Zip(a, b, n, [](uint8_t x, uint8_t y) -> uint8_t { return (x != 0) | (y != 0); });
+  } else {
+    Zip(a, b, n, [](uint8_t x, uint8_t y) -> uint8_t { return (x != 0) & (y != 0); });
+  }
+}
+
+template <typename T>
+void ScaleNative(void* dst, const void* src, size_t n, double factor) {
+  T* d = static_cast<T*>(dst);
+  const T* s = static_cast<const T*>(src);
+  if constexpr (std::is_floating_point_v<T>) {
+    const T f = static_cast<T>(factor);
+    Map(d, s, n, [f](T x) { return x * f; });
+  } else {
+    Map(d, s, n, [factor](T x) { return TruncateToInt<T>(static_cast<double>(x) * factor); });
+  }
+}
+
+template <typename T>
+void DivideNative(void* dst, const void* src, size_t n, int64_t divisor) {
+  Map(static_cast<T*>(dst), static_cast<const T*>(src), n,
+      [divisor](T x) { return DivideTrunc(x, divisor); });
+}
+
+bool IsKernelOp(ReduceOp op) {
+  return op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
+         op == ReduceOp::kProduct;
+}
+
+std::string DtypeLabel(DataType dtype) {
+  if (IsValidDataType(static_cast<int>(dtype))) return std::string(DataTypeName(dtype));
+  return "invalid dtype " + std::to_string(static_cast<int>(dtype));
+}
+
+Status CheckDtype(const char* function, DataType dtype) {
+  if (IsValidDataType(static_cast<int>(dtype))) return Status::OK();
+  return InvalidArgumentError(std::string(function) + ": " + DtypeLabel(dtype));
+}
+
+void CopyUnlessSame(void* dst, const void* src, size_t bytes) {
+  if (dst != src && bytes != 0) std::memcpy(dst, src, bytes);
+}
+
+}  // namespace
+
+Status ReduceInto(void* inout, const void* in, size_t count, DataType dtype, ReduceOp op) {
+  KOLO_RETURN_IF_ERROR(CheckDtype("ReduceInto", dtype));
+  if (!IsKernelOp(op)) {
+    std::string name = IsValidReduceOp(static_cast<int>(op))
+                           ? std::string(ReduceOpName(op))
+                           : "invalid op " + std::to_string(static_cast<int>(op));
+    std::string message = "ReduceInto: op " + name + " on dtype " + DtypeLabel(dtype) +
+                          " is not an element-wise kernel op (kernels do sum, min, max, product";
+    if (op == ReduceOp::kAverage) message += "; average is sum then DivideCopy";
+    return InvalidArgumentError(message + ")");
+  }
+  if (count == 0) return Status::OK();
+  switch (dtype) {
+    case DataType::kUInt8:
+      ReduceNative<uint8_t>(inout, in, count, op);
+      break;
+    case DataType::kInt8:
+      ReduceNative<int8_t>(inout, in, count, op);
+      break;
+    case DataType::kUInt16:
+      ReduceNative<uint16_t>(inout, in, count, op);
+      break;
+    case DataType::kInt16:
+      ReduceNative<int16_t>(inout, in, count, op);
+      break;
+    case DataType::kInt32:
+      ReduceNative<int32_t>(inout, in, count, op);
+      break;
+    case DataType::kInt64:
+      ReduceNative<int64_t>(inout, in, count, op);
+      break;
+    case DataType::kFloat32:
+      ReduceNative<float>(inout, in, count, op);
+      break;
+    case DataType::kFloat64:
+      ReduceNative<double>(inout, in, count, op);
+      break;
+    case DataType::kBool:
+      ReduceBool(inout, in, count, op);
+      break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      internal::ReduceHalfInto(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in),
+                               count, dtype, op);
+      break;
+  }
+  return Status::OK();
+}
+
+Status ScaleCopy(void* dst, const void* src, size_t count, DataType dtype, double factor) {
+  KOLO_RETURN_IF_ERROR(CheckDtype("ScaleCopy", dtype));
+  if (factor == 1.0) {
+    CopyUnlessSame(dst, src, count * DataTypeSize(dtype));
+    return Status::OK();
+  }
+  if (dtype == DataType::kBool) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%g", factor);
+    return InvalidArgumentError(std::string("ScaleCopy: dtype bool accepts only factor 1, got ") +
+                                buf);
+  }
+  if (count == 0) return Status::OK();
+  switch (dtype) {
+    case DataType::kUInt8:
+      ScaleNative<uint8_t>(dst, src, count, factor);
+      break;
+    case DataType::kInt8:
+      ScaleNative<int8_t>(dst, src, count, factor);
+      break;
+    case DataType::kUInt16:
+      ScaleNative<uint16_t>(dst, src, count, factor);
+      break;
+    case DataType::kInt16:
+      ScaleNative<int16_t>(dst, src, count, factor);
+      break;
+    case DataType::kInt32:
+      ScaleNative<int32_t>(dst, src, count, factor);
+      break;
+    case DataType::kInt64:
+      ScaleNative<int64_t>(dst, src, count, factor);
+      break;
+    case DataType::kFloat32:
+      ScaleNative<float>(dst, src, count, factor);
+      break;
+    case DataType::kFloat64:
+      ScaleNative<double>(dst, src, count, factor);
+      break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      internal::ScaleHalf(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                          dtype, static_cast<float>(factor));
+      break;
+    case DataType::kBool:
+      break;  // refused above
+  }
+  return Status::OK();
+}
+
+Status DivideCopy(void* dst, const void* src, size_t count, DataType dtype, int64_t divisor) {
+  KOLO_RETURN_IF_ERROR(CheckDtype("DivideCopy", dtype));
+  if (dtype == DataType::kBool) {
+    return InvalidArgumentError("DivideCopy: dtype bool cannot be divided (no average of bool)");
+  }
+  // Callers divide by a group size. Requiring it positive rules out x / 0 and INT64_MIN / -1,
+  // and an unsigned value divided by a negative number, which has no sensible result.
+  if (divisor <= 0) {
+    return InvalidArgumentError("DivideCopy: dtype " + DtypeLabel(dtype) +
+                                ": divisor must be positive, got " + std::to_string(divisor));
+  }
+  if (IsFloatingPoint(dtype)) {
+    return ScaleCopy(dst, src, count, dtype, 1.0 / static_cast<double>(divisor));
+  }
+  if (divisor == 1) {
+    CopyUnlessSame(dst, src, count * DataTypeSize(dtype));
+    return Status::OK();
+  }
+  if (count == 0) return Status::OK();
+  switch (dtype) {
+    case DataType::kUInt8:
+      DivideNative<uint8_t>(dst, src, count, divisor);
+      break;
+    case DataType::kInt8:
+      DivideNative<int8_t>(dst, src, count, divisor);
+      break;
+    case DataType::kUInt16:
+      DivideNative<uint16_t>(dst, src, count, divisor);
+      break;
+    case DataType::kInt16:
+      DivideNative<int16_t>(dst, src, count, divisor);
+      break;
+    case DataType::kInt32:
+      DivideNative<int32_t>(dst, src, count, divisor);
+      break;
+    case DataType::kInt64:
+      DivideNative<int64_t>(dst, src, count, divisor);
+      break;
+    default:
+      break;  // floating and bool handled above
+  }
+  return Status::OK();
+}
+
+}  // namespace kolo
