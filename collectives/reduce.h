@@ -10,7 +10,11 @@
 //    rounded back to the 16-bit type with round-to-nearest-even. Callers that want one rounding
 //    for a whole all-reduce widen to float32 first (WidenToFloat32) and narrow at the end.
 //  - NaN: Min/Max follow std::min/std::max argument order (a NaN in `inout` is kept).
-//  - Average is not a kernel op: it is Sum followed by DivideBySize.
+//  - Average is not a kernel op: it is Sum followed by DivideCopy.
+//  - Buffers: `inout` and `in` are either the same pointer or do not overlap at all; dst/src of
+//    the conversions do not overlap. bool bytes other than 0 are read as true.
+//  - Integer ScaleCopy saturates to the dtype's range (NaN -> 0); int64 values above 2^53
+//    lose precision through double. DivideCopy refuses divisors <= 0 (kInvalidArgument).
 #ifndef KOLO_COLLECTIVES_REDUCE_H_
 #define KOLO_COLLECTIVES_REDUCE_H_
 

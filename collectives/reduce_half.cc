@@ -11,6 +11,8 @@
 //   - bfloat16 is the top half of a float32: widening is a shift (NaNs unchanged), narrowing adds
 //     0x7fff plus the lowest kept bit (round to nearest even; FLT_MAX rounds to inf) and quiets
 //     NaNs by setting bit 6 rather than letting rounding carry a NaN into inf.
+// (Reductions inherit one unavoidable freedom: when both operands of a Sum or Product are NaN,
+// which payload survives depends on how the compiler ordered the commutative operation.)
 // No step depends on MXCSR's FTZ/DAZ bits: the only float operations (the subnormal paths) have
 // normal operands and normal results.
 //

@@ -17,6 +17,9 @@ const std::vector<Knob>& Knobs() {
        "single library call)"},
       {"KOLO_FUSION_DIRECT_BYTES", "", "bytes", "65536",
        "a tensor at least this large is not fused: it is reduced straight from its own buffers"},
+      {"KOLO_WAKE_ON_SUBMIT", "", "0/1", "1",
+       "1: a submission starts the next negotiation cycle at once; 0: cycles run only every "
+       "KOLO_CYCLE_TIME, as in Horovod"},
       {"KOLO_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "", "warning",
        "trace, debug, info, warning, error or fatal"},
       {"KOLO_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", "0/1", "0", "1 hides time stamps in logs"},
@@ -91,10 +94,10 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       auto level = ParseLogLevel(v);
       if (!level.ok()) return Malformed(knob, v, level.status().message());
       c.log_level = *level;
-    } else if (knob.name == "KOLO_LOG_HIDE_TIME") {
+    } else if (knob.name == "KOLO_LOG_HIDE_TIME" || knob.name == "KOLO_WAKE_ON_SUBMIT") {
       std::string s(v);
       if (s != "0" && s != "1") return Malformed(knob, v, "expected 0 or 1");
-      c.log_hide_time = s == "1";
+      (knob.name == "KOLO_LOG_HIDE_TIME" ? c.log_hide_time : c.wake_on_submit) = s == "1";
     }
   }
   return c;

@@ -18,6 +18,7 @@ struct Config {
   int64_t fusion_threshold_bytes = 128 << 20;  // KOLO_FUSION_THRESHOLD; 0 disables fusion
   int64_t fusion_chunk_bytes = 4 << 20;       // KOLO_FUSION_CHUNK_BYTES
   int64_t fusion_direct_bytes = 64 << 10;     // KOLO_FUSION_DIRECT_BYTES
+  bool wake_on_submit = true;                 // KOLO_WAKE_ON_SUBMIT
   LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
   bool log_hide_time = false;                 // KOLO_LOG_HIDE_TIME
 };

@@ -96,6 +96,13 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   entry.handle = std::make_shared<Handle>();
   auto handle = entry.handle;
   KOLO_RETURN_IF_ERROR(queue_.Add(std::move(entry)));
+  if (config_.wake_on_submit) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      work_arrived_ = true;
+    }
+    wake_.notify_one();
+  }
   return handle;
 }
 
@@ -116,6 +123,7 @@ void Runtime::FailAll(const Status& status) {
 
 void Runtime::BackgroundLoop() {
   using Clock = std::chrono::steady_clock;
+  constexpr auto kSettle = std::chrono::microseconds(5);
   const auto cycle = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
   auto cycle_start = Clock::now();
@@ -123,7 +131,23 @@ void Runtime::BackgroundLoop() {
     RequestList mine;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait_until(lock, cycle_start + cycle, [&] { return shutdown_requested_; });
+      // Without KOLO_WAKE_ON_SUBMIT work_arrived_ stays false: Horovod's fixed cycle.
+      auto arrived = [&] { return shutdown_requested_ || work_arrived_; };
+      wake_.wait_until(lock, cycle_start + cycle, arrived);
+      // Woken by a submission: let a burst (one thread submitting a model's gradients, ~1 us
+      // apart) finish first, so it is negotiated and fused as one rather than in fragments.
+      // A timed wait would sleep far longer than the gaps (timer slack ~50 us), so this spins
+      // for kSettle of quiet; a lone submission pays just that.
+      const auto settle_until = Clock::now() + cycle;
+      while (work_arrived_ && !shutdown_requested_ && Clock::now() < settle_until) {
+        work_arrived_ = false;
+        lock.unlock();
+        const auto quiet_until = Clock::now() + kSettle;
+        while (!work_arrived_.load(std::memory_order_relaxed) && Clock::now() < quiet_until) {
+        }
+        lock.lock();
+      }
+      work_arrived_ = false;
       mine.shutdown = shutdown_requested_;
     }
     cycle_start = Clock::now();

@@ -84,6 +84,9 @@ class Runtime {
   std::mutex mu_;
   std::condition_variable wake_;
   bool shutdown_requested_ = false;  // guarded by mu_
+  // A submission since the last cycle; written under mu_ (for the condition variable), read
+  // without it while settling.
+  std::atomic<bool> work_arrived_{false};
   std::thread thread_;
   std::atomic<bool> running_{false};
 };
