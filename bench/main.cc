@@ -102,9 +102,11 @@ std::string ThreadLevelName(int level) {
 }
 
 // Variables mpirun sets for its own plumbing in every process: not knobs, so not in the header.
+// Variables of the launcher and of kolo's own scripts, which say nothing about the run.
 bool IsLauncherVariable(const std::string& entry) {
   for (const char* prefix : {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix",
-                             "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_RUNTIME_QUERY_hint"}) {
+                             "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_RUNTIME_QUERY_hint",
+                             "KOLO_ROOT=", "KOLO_BUILD_"}) {
     if (entry.rfind(prefix, 0) == 0) return true;
   }
   return false;

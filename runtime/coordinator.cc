@@ -124,6 +124,14 @@ Response BuildResponse(const std::vector<Request>& by_rank) {
   const Request& first = by_rank.front();
   Response resp;
   resp.names = {first.name};
+  for (const Request& req : by_rank) {
+    if (req.refused.empty()) continue;
+    resp.type = ResponseType::kError;
+    resp.error_code = StatusCode::kInvalidArgument;
+    resp.error = std::string(OpTypeName(req.op)) + " '" + req.name + "': rank " +
+                 std::to_string(req.rank) + " refused it: " + req.refused;
+    return resp;
+  }
   for (size_t r = 1; r < by_rank.size(); ++r) {
     std::string why = Compare(first, by_rank[r]);
     if (!why.empty()) {

@@ -28,6 +28,9 @@ struct Request {
   double prescale = 1.0;                // allreduce only
   double postscale = 1.0;               // allreduce only
   int32_t device = -1;                  // -1 = host memory
+  // Non-empty: this rank refused the submission locally (its caller got this error at once);
+  // the Request still goes to the coordinator so the other ranks get an error, not a hang.
+  std::string refused;
 };
 
 struct RequestList {

@@ -79,7 +79,6 @@ Status Validate(const Submission& s, int size) {
 }  // namespace
 
 StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
-  KOLO_RETURN_IF_ERROR(Validate(s, layout_.size));
   TensorEntry entry;
   Request& r = entry.request;
   r.rank = layout_.rank;
@@ -91,19 +90,35 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   r.root = s.root;
   r.prescale = s.prescale;
   r.postscale = s.postscale;
+  Status valid = Validate(s, layout_.size);
+  if (!valid.ok()) {
+    // The peers have submitted or will submit this name too: tell the coordinator, so they
+    // get an error instead of waiting for this rank forever. A nameless one cannot be matched.
+    if (!s.name.empty()) {
+      const std::string prefix = Describe(s) + ": ";
+      r.refused = valid.message().rfind(prefix, 0) == 0 ? valid.message().substr(prefix.size())
+                                                         : valid.message();
+      queue_.AddRefused(r);
+      Wake();
+    }
+    return valid;
+  }
   entry.input = s.input;
   entry.output = s.output;
   entry.handle = std::make_shared<Handle>();
   auto handle = entry.handle;
   KOLO_RETURN_IF_ERROR(queue_.Add(std::move(entry)));
-  if (config_.wake_on_submit) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      work_arrived_ = true;
-    }
-    wake_.notify_one();
-  }
+  Wake();
   return handle;
+}
+
+void Runtime::Wake() {
+  if (!config_.wake_on_submit) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_arrived_ = true;
+  }
+  wake_.notify_one();
 }
 
 void Runtime::Shutdown() {
@@ -183,7 +198,10 @@ void Runtime::Execute(const Response& response) {
   for (const std::string& name : response.names) {
     TensorEntry e = queue_.Take(name);
     if (!e.handle) {
-      KOLO_LOG_ERROR("runtime", "response names '{}' which this rank has not submitted", name);
+      // Expected for an error naming a submission this rank refused (its caller already knows).
+      if (response.type != ResponseType::kError) {
+        KOLO_LOG_ERROR("runtime", "response names '{}' which this rank has not submitted", name);
+      }
       continue;
     }
     entries.push_back(std::move(e));

@@ -56,7 +56,9 @@ class Runtime {
   // Allocates persistent buffers and starts the background thread.
   Status Start();
   // Validates locally and queues; kInvalidArgument for bad input or a name in flight,
-  // kFailedPrecondition once the runtime stopped.
+  // kFailedPrecondition once the runtime stopped. A refused submission with a name is still
+  // announced to the coordinator, which fails that name on every other rank ("rank r refused
+  // it: ..."), so no peer waits for it.
   StatusOr<std::shared_ptr<Handle>> Enqueue(const Submission& s);
   // Asks every rank to stop, waits for the background thread, fails what is still pending.
   void Shutdown();
@@ -65,6 +67,8 @@ class Runtime {
   const Config& config() const { return config_; }
 
  private:
+  // Starts the next cycle early (KOLO_WAKE_ON_SUBMIT).
+  void Wake();
   void BackgroundLoop();
   void Execute(const Response& response);
   void ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries);

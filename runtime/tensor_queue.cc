@@ -17,6 +17,11 @@ Status TensorQueue::Add(TensorEntry entry) {
   return Status::OK();
 }
 
+void TensorQueue::AddRefused(Request request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!closed_) new_requests_.push_back(std::move(request));
+}
+
 std::vector<Request> TensorQueue::TakeNewRequests() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Request> out;

@@ -28,6 +28,9 @@ class TensorQueue {
   // Fails with kInvalidArgument when the name is in flight, kFailedPrecondition when closed
   // (`closed_reason`).
   Status Add(TensorEntry entry);
+  // Queues a Request without a local entry: a submission this rank refused, announced so the
+  // coordinator can fail the name on the other ranks.
+  void AddRefused(Request request);
   // Moves out the Requests added since the last call.
   std::vector<Request> TakeNewRequests();
   bool HasNewRequests();

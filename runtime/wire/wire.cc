@@ -31,10 +31,11 @@ std::string EncodeRequestList(const RequestList& list) {
   for (const Request& r : list.requests) {
     auto name = b.CreateString(r.name);
     auto shape = b.CreateVector(r.shape);
+    auto refused = r.refused.empty() ? 0 : b.CreateString(r.refused);
     reqs.push_back(wire::CreateRequest(b, r.rank, static_cast<uint8_t>(r.op), name,
                                        static_cast<uint8_t>(r.dtype), shape,
                                        static_cast<uint8_t>(r.reduce_op), r.root, r.prescale,
-                                       r.postscale, r.device));
+                                       r.postscale, r.device, refused));
   }
   auto vec = b.CreateVector(reqs);
   b.Finish(wire::CreateRequestList(b, vec, list.shutdown), kRequestId);
@@ -66,6 +67,7 @@ StatusOr<RequestList> DecodeRequestList(const std::string& bytes) {
       q.prescale = r->prescale();
       q.postscale = r->postscale();
       q.device = r->device();
+      q.refused = r->refused() ? r->refused()->str() : std::string();
       out.requests.push_back(std::move(q));
     }
   }

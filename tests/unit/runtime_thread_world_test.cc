@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -295,6 +296,37 @@ TEST(RuntimeThreadWorld, BadSubmissionsAreRefusedLocally) {
     auto bad_root = rt.Enqueue(b);
     EXPECT_EQ(bad_root.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(bad_root.status().message().find("root rank 2"), std::string::npos);
+  });
+}
+
+TEST(RuntimeThreadWorld, ARefusalOnOneRankFailsTheNameOnEveryOtherRank) {
+  std::atomic<int> failed_elsewhere{0};
+  RunRuntimes(3, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    std::vector<float> in(4, 1.0f), out(4, -1.0f);
+    Submission b = Allreduce("w", in.data(), out.data(), DataType::kFloat32, {4}, ReduceOp::kSum);
+    b.op = OpType::kBroadcast;
+    b.root = rank == 1 ? 5 : 0;  // only rank 1 gets it wrong
+    auto h = rt.Enqueue(b);
+    if (rank == 1) {
+      ASSERT_FALSE(h.ok());
+      EXPECT_EQ(h.status().message(), "broadcast 'w': root rank 5 is outside [0, 3)");
+    } else {
+      ASSERT_TRUE(h.ok());
+      Status s = WaitFor(**h);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(s.message(), "broadcast 'w': rank 1 refused it: root rank 5 is outside [0, 3)");
+      EXPECT_EQ(out[0], -1.0f);
+      ++failed_elsewhere;
+    }
+    // Every rank moves on: the same name works once the refusal has been negotiated (rank 1
+    // resubmits only then, or the coordinator would see the name twice from it).
+    while (rank == 1 && failed_elsewhere.load() < 2) std::this_thread::yield();
+    b.root = 2;
+    auto h2 = rt.Enqueue(b);
+    ASSERT_TRUE(h2.ok()) << h2.status().ToString();
+    ASSERT_TRUE(WaitFor(**h2).ok());
+    EXPECT_EQ(out[3], 1.0f);
   });
 }
 

@@ -25,6 +25,11 @@
  *    root, reduce op, scale factors) completes the handle on every rank with
  *    KOLO_ERR_INVALID_ARGUMENT and a message naming the tensor, the ranks and both values, e.g.
  *    "allreduce 'grad/fc1': shape mismatch: rank 0 has [3,4], rank 1 has [4,3]".
+ *    A submission that one rank refuses at submission time (bad root, NULL buffer, Average of
+ *    bool, ...) fails there at once, and the other ranks' operations of the same name fail with
+ *    KOLO_ERR_INVALID_ARGUMENT: "broadcast 'w': rank 1 refused it: root rank 5 is outside
+ *    [0, 2)", so no rank waits for it. (Refusals of the name itself, of ndim, dtype or op
+ *    values, and of a name still in flight are local only.)
  */
 #ifndef KOLO_KOLO_H_
 #define KOLO_KOLO_H_
