@@ -74,6 +74,24 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+bool ShapeBytes(const std::vector<int64_t>& shape, DataType dtype, int64_t* bytes) {
+  int64_t n = static_cast<int64_t>(DataTypeSize(dtype));
+  bool any_zero = false;
+  for (int64_t d : shape) {
+    if (d < 0) return false;
+    if (d == 0) any_zero = true;
+  }
+  if (any_zero) {
+    *bytes = 0;
+    return true;
+  }
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  }
+  *bytes = n;
+  return true;
+}
+
 int64_t NumElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -51,8 +51,12 @@ bool IsInteger(DataType dtype);  // signed or unsigned integers, not bool
 
 // "[3,4]"
 std::string ShapeString(const std::vector<int64_t>& shape);
-// Product of the extents (1 for a scalar, 0 if any extent is 0).
+// Product of the extents (1 for a scalar, 0 if any extent is 0). Only for shapes that passed
+// ShapeBytes.
 int64_t NumElements(const std::vector<int64_t>& shape);
+// *bytes = elements x DataTypeSize(dtype); false when an extent is negative or the element or
+// byte count does not fit in int64 (such a shape describes no buffer that can exist).
+bool ShapeBytes(const std::vector<int64_t>& shape, DataType dtype, int64_t* bytes);
 
 }  // namespace kolo
 

@@ -1,5 +1,6 @@
 #include "runtime/config.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <vector>
@@ -30,6 +31,11 @@ const std::vector<Knob>& Knobs() {
 StatusOr<int64_t> ParseBytes(std::string_view text) {
   std::string s(text);
   if (s.empty()) return InvalidArgumentError("empty byte count");
+  // strtoll would skip leading blanks and accept a sign; a byte count is digits only.
+  if (!std::isdigit(static_cast<unsigned char>(s.front()))) {
+    return InvalidArgumentError("'" + std::string(text) +
+                                "' is not a byte count (e.g. 1048576, 64K, 64M, 1G)");
+  }
   int64_t mult = 1;
   char last = s.back();
   if (last == 'K' || last == 'k') mult = int64_t{1} << 10;
@@ -49,18 +55,17 @@ StatusOr<int64_t> ParseBytes(std::string_view text) {
 namespace {
 
 // The value of a knob: KOLO_ name first, then the Horovod alias; nullptr when unset or empty.
-const char* Lookup(const EnvLookup& env, const Knob& knob) {
+// *used receives the variable's name, for error messages.
+const char* Lookup(const EnvLookup& env, const Knob& knob, std::string_view* used) {
+  *used = knob.name;
   const char* v = env(std::string(knob.name).c_str());
   if (v && *v) return v;
   if (!knob.horovod_name.empty()) {
+    *used = knob.horovod_name;
     v = env(std::string(knob.horovod_name).c_str());
     if (v && *v) return v;
   }
   return nullptr;
-}
-
-Status Malformed(const Knob& knob, const char* value, std::string_view why) {
-  return InvalidArgumentError(std::string(knob.name) + "='" + value + "': " + std::string(why));
 }
 
 }  // namespace
@@ -68,35 +73,39 @@ Status Malformed(const Knob& knob, const char* value, std::string_view why) {
 StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
   Config c;
   for (const Knob& knob : Knobs()) {
-    const char* v = Lookup(env, knob);
+    std::string_view used;
+    const char* v = Lookup(env, knob, &used);
     if (!v) continue;
+    auto Malformed = [&](const char* value, std::string_view why) {
+      return InvalidArgumentError(std::string(used) + "='" + value + "': " + std::string(why));
+    };
     if (knob.name == "KOLO_CYCLE_TIME") {
       char* end = nullptr;
       errno = 0;
       double ms = std::strtod(v, &end);
       if (errno || *end != '\0' || !(ms >= 0) || ms > 60000) {
-        return Malformed(knob, v, "expected milliseconds in [0, 60000]");
+        return Malformed(v, "expected milliseconds in [0, 60000]");
       }
       c.cycle_time_ms = ms;
     } else if (knob.name == "KOLO_FUSION_THRESHOLD" || knob.name == "KOLO_FUSION_CHUNK_BYTES" ||
                knob.name == "KOLO_FUSION_DIRECT_BYTES") {
       auto bytes = ParseBytes(v);
-      if (!bytes.ok()) return Malformed(knob, v, bytes.status().message());
+      if (!bytes.ok()) return Malformed(v, bytes.status().message());
       if (knob.name == "KOLO_FUSION_THRESHOLD") {
         c.fusion_threshold_bytes = *bytes;
       } else if (knob.name == "KOLO_FUSION_DIRECT_BYTES") {
         c.fusion_direct_bytes = *bytes;
       } else {
-        if (*bytes < 64) return Malformed(knob, v, "must be at least 64 bytes");
+        if (*bytes < 64) return Malformed(v, "must be at least 64 bytes");
         c.fusion_chunk_bytes = *bytes;
       }
     } else if (knob.name == "KOLO_LOG_LEVEL") {
       auto level = ParseLogLevel(v);
-      if (!level.ok()) return Malformed(knob, v, level.status().message());
+      if (!level.ok()) return Malformed(v, level.status().message());
       c.log_level = *level;
     } else if (knob.name == "KOLO_LOG_HIDE_TIME" || knob.name == "KOLO_WAKE_ON_SUBMIT") {
       std::string s(v);
-      if (s != "0" && s != "1") return Malformed(knob, v, "expected 0 or 1");
+      if (s != "0" && s != "1") return Malformed(v, "expected 0 or 1");
       (knob.name == "KOLO_LOG_HIDE_TIME" ? c.log_hide_time : c.wake_on_submit) = s == "1";
     }
   }

@@ -1,5 +1,6 @@
 #include "runtime/coordinator.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace kolo {
@@ -60,60 +61,91 @@ std::string Scale(double v) {
   return s.str();
 }
 
-// "allreduce 'grad/fc1': shape mismatch: rank 0 has [3,4], rank 1 has [4,3]"
-std::string Mismatch(const Request& first, const char* what, int rank_a, const std::string& a,
-                     int rank_b, const std::string& b) {
-  return std::string(OpTypeName(first.op)) + " '" + first.name + "': " + what +
-         " mismatch: rank " + std::to_string(rank_a) + " has " + a + ", rank " +
-         std::to_string(rank_b) + " has " + b;
+// "0", "1,3", "0-2,5": ranks in ascending order, runs collapsed.
+std::string RankList(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
+std::string Device(int d) { return d < 0 ? std::string("cpu") : "cuda:" + std::to_string(d); }
+
 std::string TrailingDims(const std::vector<int64_t>& shape) {
-  std::string s = "[*";
+  std::string s = std::to_string(shape.size()) + "d[*";
   for (size_t i = 1; i < shape.size(); ++i) s += "," + std::to_string(shape[i]);
   return s + "]";
 }
 
-// The first disagreement between rank 0's request and rank r's, or "".
-std::string Compare(const Request& a, const Request& b) {
-  const int ra = a.rank, rb = b.rank;
-  if (a.op != b.op) {
-    return Mismatch(a, "operation", ra, std::string(OpTypeName(a.op)), rb,
-                    std::string(OpTypeName(b.op)));
-  }
-  if (a.dtype != b.dtype) {
-    return Mismatch(a, "dtype", ra, std::string(DataTypeName(a.dtype)), rb,
-                    std::string(DataTypeName(b.dtype)));
-  }
-  if (a.device != b.device) {
-    auto dev = [](int d) { return d < 0 ? std::string("cpu") : "cuda:" + std::to_string(d); };
-    return Mismatch(a, "device", ra, dev(a.device), rb, dev(b.device));
-  }
-  if (a.op == OpType::kAllgather) {
-    bool same = a.shape.size() == b.shape.size();
-    for (size_t i = 1; same && i < a.shape.size(); ++i) same = a.shape[i] == b.shape[i];
-    if (!same) {
-      return Mismatch(a, "shape (all but the first dimension)", ra, ShapeString(a.shape), rb,
-                      ShapeString(b.shape)) +
-             " (expected " + TrailingDims(a.shape) + " on every rank)";
+// One property every rank must agree on: `key` is compared, `show` is printed.
+struct Field {
+  const char* what;
+  bool (*applies)(OpType op);
+  std::string (*key)(const Request& r);
+  std::string (*show)(const Request& r);
+};
+
+bool Always(OpType) { return true; }
+bool IsAllreduce(OpType op) { return op == OpType::kAllreduce; }
+bool IsBroadcast(OpType op) { return op == OpType::kBroadcast; }
+bool IsAllgather(OpType op) { return op == OpType::kAllgather; }
+bool NotAllgather(OpType op) { return op != OpType::kAllgather; }
+
+const Field kFields[] = {
+    {"operation", Always, [](const Request& r) { return std::string(OpTypeName(r.op)); },
+     [](const Request& r) { return std::string(OpTypeName(r.op)); }},
+    {"dtype", Always, [](const Request& r) { return std::string(DataTypeName(r.dtype)); },
+     [](const Request& r) { return std::string(DataTypeName(r.dtype)); }},
+    {"device", Always, [](const Request& r) { return Device(r.device); },
+     [](const Request& r) { return Device(r.device); }},
+    {"shape", NotAllgather, [](const Request& r) { return ShapeString(r.shape); },
+     [](const Request& r) { return ShapeString(r.shape); }},
+    {"shape (all but the first dimension)", IsAllgather,
+     [](const Request& r) { return TrailingDims(r.shape); },
+     [](const Request& r) { return ShapeString(r.shape); }},
+    {"reduce op", IsAllreduce, [](const Request& r) { return std::string(ReduceOpName(r.reduce_op)); },
+     [](const Request& r) { return std::string(ReduceOpName(r.reduce_op)); }},
+    {"prescale factor", IsAllreduce, [](const Request& r) { return Scale(r.prescale); },
+     [](const Request& r) { return Scale(r.prescale); }},
+    {"postscale factor", IsAllreduce, [](const Request& r) { return Scale(r.postscale); },
+     [](const Request& r) { return Scale(r.postscale); }},
+    {"root rank", IsBroadcast, [](const Request& r) { return std::to_string(r.root); },
+     [](const Request& r) { return std::to_string(r.root); }},
+};
+
+// The first property the ranks disagree on, as "allreduce 'grad/fc1': shape mismatch:
+// rank 0 has [3,4], rank 1 has [4,3]" (ranks that agree are grouped: "ranks 0,2 have"), or "".
+std::string FindMismatch(const std::vector<Request>& by_rank) {
+  const Request& first = by_rank.front();
+  for (const Field& f : kFields) {
+    if (!f.applies(first.op)) continue;
+    // Groups of ranks with the same key, in order of their first rank.
+    std::vector<std::string> keys;
+    std::vector<std::vector<int>> groups;
+    for (const Request& r : by_rank) {
+      const std::string k = f.key(r);
+      size_t g = std::find(keys.begin(), keys.end(), k) - keys.begin();
+      if (g == keys.size()) {
+        keys.push_back(k);
+        groups.emplace_back();
+      }
+      groups[g].push_back(r.rank);
     }
-  } else if (a.shape != b.shape) {
-    return Mismatch(a, "shape", ra, ShapeString(a.shape), rb, ShapeString(b.shape));
-  }
-  if (a.op == OpType::kAllreduce) {
-    if (a.reduce_op != b.reduce_op) {
-      return Mismatch(a, "reduce op", ra, std::string(ReduceOpName(a.reduce_op)), rb,
-                      std::string(ReduceOpName(b.reduce_op)));
+    if (groups.size() == 1) continue;
+    std::string msg = std::string(OpTypeName(first.op)) + " '" + first.name + "': " + f.what +
+                      " mismatch: ";
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (g) msg += ", ";
+      msg += (groups[g].size() == 1 ? "rank " : "ranks ") + RankList(groups[g]) +
+             (groups[g].size() == 1 ? " has " : " have ") + f.show(by_rank[groups[g][0]]);
     }
-    if (a.prescale != b.prescale) {
-      return Mismatch(a, "prescale factor", ra, Scale(a.prescale), rb, Scale(b.prescale));
-    }
-    if (a.postscale != b.postscale) {
-      return Mismatch(a, "postscale factor", ra, Scale(a.postscale), rb, Scale(b.postscale));
-    }
-  }
-  if (a.op == OpType::kBroadcast && a.root != b.root) {
-    return Mismatch(a, "root rank", ra, std::to_string(a.root), rb, std::to_string(b.root));
+    return msg;
   }
   return "";
 }
@@ -132,14 +164,12 @@ Response BuildResponse(const std::vector<Request>& by_rank) {
                  std::to_string(req.rank) + " refused it: " + req.refused;
     return resp;
   }
-  for (size_t r = 1; r < by_rank.size(); ++r) {
-    std::string why = Compare(first, by_rank[r]);
-    if (!why.empty()) {
-      resp.type = ResponseType::kError;
-      resp.error_code = StatusCode::kInvalidArgument;
-      resp.error = std::move(why);
-      return resp;
-    }
+  std::string why = FindMismatch(by_rank);
+  if (!why.empty()) {
+    resp.type = ResponseType::kError;
+    resp.error_code = StatusCode::kInvalidArgument;
+    resp.error = std::move(why);
+    return resp;
   }
   resp.dtype = first.dtype;
   resp.device = first.device;
@@ -151,10 +181,26 @@ Response BuildResponse(const std::vector<Request>& by_rank) {
       resp.postscale = first.postscale;
       resp.counts = {NumElements(first.shape)};
       break;
-    case OpType::kAllgather:
+    case OpType::kAllgather: {
       resp.type = ResponseType::kAllgather;
-      for (const Request& r : by_rank) resp.first_dims.push_back(r.shape.empty() ? 0 : r.shape[0]);
+      int64_t rows = 0;
+      for (const Request& r : by_rank) {
+        const int64_t d = r.shape.empty() ? 0 : r.shape[0];
+        resp.first_dims.push_back(d);
+        rows = __builtin_add_overflow(rows, d, &rows) ? -1 : rows;
+      }
+      std::vector<int64_t> out_shape = first.shape;
+      int64_t bytes = 0;
+      if (!out_shape.empty()) out_shape[0] = rows;
+      if (rows < 0 || !ShapeBytes(out_shape, first.dtype, &bytes)) {
+        resp.type = ResponseType::kError;
+        resp.error_code = StatusCode::kInvalidArgument;
+        resp.error = "allgather '" + first.name + "': the gathered output would be larger than " +
+                     "2^63-1 bytes";
+        resp.first_dims.clear();
+      }
       break;
+    }
     case OpType::kBroadcast:
       resp.type = ResponseType::kBroadcast;
       resp.root = first.root;

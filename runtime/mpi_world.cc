@@ -1,5 +1,7 @@
 #include "runtime/mpi_world.h"
 
+#include "runtime/config.h"
+
 #include <cstdlib>
 
 #include "base/logging.h"
@@ -34,6 +36,11 @@ Status EnsureMpi() {
         " but kolo needs at least MPI_THREAD_SERIALIZED (initialise MPI with MPI_Init_thread "
         "and MPI_THREAD_MULTIPLE)");
   }
+  if (provided < MPI_THREAD_MULTIPLE) {
+    KOLO_LOG_WARNING("init",
+                     "MPI was initialised with MPI_THREAD_SERIALIZED: the application must not "
+                     "call MPI while kolo is initialised (use MPI_THREAD_MULTIPLE to do both)");
+  }
   return Status::OK();
 }
 
@@ -64,6 +71,49 @@ StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes) {
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
   return w;
+}
+
+Status AgreeOnStart(MpiCommunicator& control, const Status& local, const Config& config) {
+  const MPI_Comm comm = control.comm();
+  const int rank = control.Rank(), size = control.Size();
+  int mine = local.ok() ? size : rank, first_failed = size;
+  KOLO_MPI_CALL(MPI_Allreduce(&mine, &first_failed, 1, MPI_INT, MPI_MIN, comm));
+  if (!local.ok()) return Status(local).AddContext("kolo_init");
+  if (first_failed < size) {
+    return FailedPreconditionError("kolo_init: rank " + std::to_string(first_failed) +
+                                   " could not start kolo (see its error); no rank starts");
+  }
+  struct {
+    long value;
+    int rank;
+  } in{static_cast<long>(config.fusion_chunk_bytes), rank}, lo{}, hi{};
+  KOLO_MPI_CALL(MPI_Allreduce(&in, &lo, 1, MPI_LONG_INT, MPI_MINLOC, comm));
+  KOLO_MPI_CALL(MPI_Allreduce(&in, &hi, 1, MPI_LONG_INT, MPI_MAXLOC, comm));
+  if (lo.value != hi.value) {
+    return InvalidArgumentError(
+        "kolo_init: KOLO_FUSION_CHUNK_BYTES must be the same on every rank: rank " +
+        std::to_string(lo.rank) + " has " + std::to_string(lo.value) + ", rank " +
+        std::to_string(hi.rank) + " has " + std::to_string(hi.value));
+  }
+  return Status::OK();
+}
+
+namespace {
+void (*g_finalize_hook)() = nullptr;
+
+int RunFinalizeHook(MPI_Comm, int, void*, void*) {
+  if (g_finalize_hook) g_finalize_hook();
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+Status CallBeforeMpiFinalize(void (*hook)()) {
+  static int keyval = MPI_KEYVAL_INVALID;
+  g_finalize_hook = hook;
+  if (keyval != MPI_KEYVAL_INVALID) return Status::OK();
+  KOLO_MPI_CALL(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &RunFinalizeHook, &keyval, nullptr));
+  KOLO_MPI_CALL(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr));
+  return Status::OK();
 }
 
 }  // namespace kolo

@@ -22,6 +22,17 @@ struct MpiWorld {
 
 StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes);
 
+// kolo_init is collective, so it succeeds or fails on every rank together: a rank whose own
+// start failed (`local`, e.g. a malformed KOLO_* variable) fails with that error, every other
+// rank with one naming it. Settings that shape the collectives themselves
+// (KOLO_FUSION_CHUNK_BYTES: the size of each library call) must agree, or every rank fails
+// naming the ranks and values; a mismatch would otherwise corrupt results.
+Status AgreeOnStart(MpiCommunicator& control, const Status& local, const Config& config);
+
+// Runs `hook` at the start of MPI_Finalize (an MPI_COMM_SELF attribute deleter), so a program
+// that finalises MPI without kolo_shutdown stops the background thread first. Once per process.
+Status CallBeforeMpiFinalize(void (*hook)());
+
 }  // namespace kolo
 
 #endif  // KOLO_RUNTIME_MPI_WORLD_H_

@@ -41,6 +41,12 @@ Status Validate(const Submission& s, int size) {
                                   ShapeString(s.shape));
     }
   }
+  int64_t bytes = 0;
+  if (!ShapeBytes(s.shape, s.dtype, &bytes)) {
+    return InvalidArgumentError(Describe(s) + ": shape " + ShapeString(s.shape) + " of " +
+                                std::string(DataTypeName(s.dtype)) +
+                                " is larger than 2^63-1 bytes");
+  }
   const int64_t count = NumElements(s.shape);
   if (count > 0 && !s.input) return InvalidArgumentError(Describe(s) + ": input is NULL");
   if (count > 0 && s.op != OpType::kAllgather && !s.output) {
@@ -208,24 +214,24 @@ void Runtime::Execute(const Response& response) {
   }
   if (entries.size() != response.names.size() && response.type != ResponseType::kError) {
     for (TensorEntry& e : entries) {
-      e.handle->Complete(InternalError(std::string(OpTypeName(e.request.op)) + " '" +
-                                       e.request.name + "': coordinator and rank " +
-                                       std::to_string(layout_.rank) + " disagree on the tensors"));
+      Finish(e, InternalError(std::string(OpTypeName(e.request.op)) + " '" + e.request.name +
+                              "': coordinator and rank " + std::to_string(layout_.rank) +
+                              " disagree on the tensors"));
     }
     return;
   }
   switch (response.type) {
     case ResponseType::kError:
-      for (TensorEntry& e : entries) e.handle->Complete(Status(response.error_code, response.error));
+      for (TensorEntry& e : entries) Finish(e, Status(response.error_code, response.error));
       return;
     case ResponseType::kAllreduce:
       ExecuteAllreduce(response, entries);
       return;
     case ResponseType::kAllgather:
-      entries[0].handle->Complete(ExecuteAllgather(response, entries[0]));
+      Finish(entries[0], ExecuteAllgather(response, entries[0]));
       return;
     case ResponseType::kBroadcast:
-      entries[0].handle->Complete(ExecuteBroadcast(response, entries[0]));
+      Finish(entries[0], ExecuteBroadcast(response, entries[0]));
       return;
   }
 }
@@ -265,7 +271,12 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
     status.AddContext(what);
     KOLO_LOG_ERROR("runtime", "{}", status.ToString());
   }
-  for (TensorEntry& e : entries) e.handle->Complete(status);
+  for (TensorEntry& e : entries) Finish(e, status);
+}
+
+void Runtime::Finish(TensorEntry& entry, Status status) {
+  queue_.Release(entry.request.name);
+  entry.handle->Complete(std::move(status));
 }
 
 Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {

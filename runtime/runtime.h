@@ -75,6 +75,9 @@ class Runtime {
   Status ExecuteAllgather(const Response& response, TensorEntry& entry);
   Status ExecuteBroadcast(const Response& response, TensorEntry& entry);
   void FailAll(const Status& status);
+  // Frees the entry's name, then completes its handle: once a caller sees completion, the name
+  // can be submitted again.
+  void Finish(TensorEntry& entry, Status status);
 
   const Config config_;
   const RankLayout layout_;

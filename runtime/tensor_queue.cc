@@ -39,8 +39,13 @@ TensorEntry TensorQueue::Take(const std::string& name) {
   auto it = table_.find(name);
   if (it == table_.end()) return TensorEntry{};
   TensorEntry e = std::move(it->second);
-  table_.erase(it);
+  it->second.handle = nullptr;  // the reservation
   return e;
+}
+
+void TensorQueue::Release(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.erase(name);
 }
 
 std::vector<TensorEntry> TensorQueue::Close(const std::string& reason) {
@@ -49,7 +54,9 @@ std::vector<TensorEntry> TensorQueue::Close(const std::string& reason) {
   closed_reason_ = reason;
   std::vector<TensorEntry> out;
   out.reserve(table_.size());
-  for (auto& kv : table_) out.push_back(std::move(kv.second));
+  for (auto& kv : table_) {
+    if (kv.second.handle) out.push_back(std::move(kv.second));
+  }
   table_.clear();
   new_requests_.clear();
   return out;

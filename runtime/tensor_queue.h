@@ -1,7 +1,8 @@
 // The hand-over between submitting threads and the background thread: the table of this
 // rank's in-flight tensors (name -> entry) and the Requests not yet sent to the coordinator.
-// A name stays in the table until its operation completes, which is what refuses a second
-// submission of a name still in flight.
+// A name stays in the table until its operation completes (while the background thread runs
+// it, as a reservation without the entry), which is what refuses a second submission of a name
+// still in flight.
 #ifndef KOLO_RUNTIME_TENSOR_QUEUE_H_
 #define KOLO_RUNTIME_TENSOR_QUEUE_H_
 
@@ -34,8 +35,11 @@ class TensorQueue {
   // Moves out the Requests added since the last call.
   std::vector<Request> TakeNewRequests();
   bool HasNewRequests();
-  // Removes and returns the entry of `name` (nullptr handle if absent).
+  // Moves out the entry of `name` for execution (nullptr handle if absent); the name stays
+  // reserved until Release.
   TensorEntry Take(const std::string& name);
+  // Frees the name (call just before completing its handle).
+  void Release(const std::string& name);
   // Refuses later Adds with `reason` and returns every entry still in the table.
   std::vector<TensorEntry> Close(const std::string& reason);
 

@@ -73,24 +73,25 @@ kolo_status_t kolo_init(void) {
   g_last_error.clear();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_runtime) return KOLO_SUCCESS;
-  auto config = kolo::ConfigFromEnvironment();
-  if (!config.ok()) return Fail(config.status());
-  kolo::ConfigureLogging(config->log_level, config->log_hide_time);
-  auto world = kolo::AttachToMpi(static_cast<size_t>(config->fusion_chunk_bytes));
+  // A malformed configuration still joins the collective start-up below, so the other ranks
+  // fail with it instead of waiting for this one.
+  auto parsed = kolo::ConfigFromEnvironment();
+  const kolo::Config config = parsed.ok() ? *parsed : kolo::Config{};
+  kolo::ConfigureLogging(config.log_level, config.log_hide_time);
+  auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes));
   if (!world.ok()) return Fail(world.status());
   kolo::SetLogRank(world->layout.rank, world->layout.size);
-  auto runtime = std::make_shared<kolo::Runtime>(*config, world->layout, std::move(world->control),
+  kolo::Status agreed = kolo::AgreeOnStart(*world->control, parsed.status(), config);
+  if (!agreed.ok()) return Fail(agreed);
+  kolo::Status hooked = kolo::CallBeforeMpiFinalize([] { kolo_shutdown(); });
+  if (!hooked.ok()) return Fail(hooked);
+  auto runtime = std::make_shared<kolo::Runtime>(config, world->layout, std::move(world->control),
                                                  std::move(world->data));
   kolo::Status s = runtime->Start();
   if (!s.ok()) return Fail(s);
   KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
-                config->cycle_time_ms, config->fusion_threshold_bytes, config->fusion_chunk_bytes);
+                config.cycle_time_ms, config.fusion_threshold_bytes, config.fusion_chunk_bytes);
   g_runtime = std::move(runtime);
-  // A program that returns without kolo_shutdown() must not leave the background thread
-  // calling MPI while MPI_Finalize runs: registered after AttachToMpi's finaliser, this runs
-  // before it.
-  static const bool registered = (std::atexit([] { kolo_shutdown(); }), true);
-  (void)registered;
   return KOLO_SUCCESS;
 }
 

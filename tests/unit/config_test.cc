@@ -43,6 +43,15 @@ TEST(Config, MalformedValuesNameTheVariable) {
   EXPECT_FALSE(FromMap({{"HOROVOD_LOG_HIDE_TIME", "yes"}}).ok());
 }
 
+TEST(Config, ErrorsNameTheVariableActuallySet) {
+  auto c = FromMap({{"HOROVOD_CYCLE_TIME", "abc"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("HOROVOD_CYCLE_TIME='abc'"), std::string::npos)
+      << c.status().message();
+  EXPECT_FALSE(FromMap({{"KOLO_FUSION_THRESHOLD", " 64"}}).ok());
+  EXPECT_FALSE(FromMap({{"KOLO_FUSION_THRESHOLD", "+64"}}).ok());
+}
+
 TEST(Config, ParseBytes) {
   EXPECT_EQ(*ParseBytes("0"), 0);
   EXPECT_EQ(*ParseBytes("64K"), 65536);

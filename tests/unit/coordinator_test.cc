@@ -50,16 +50,16 @@ TEST(Coordinator, MismatchMessagesNameTensorRanksAndValues) {
   Request a = Req(0, "x", {2}), b = Req(1, "x", {2}), c = Req(2, "x", {2});
   c.reduce_op = ReduceOp::kMax;
   EXPECT_EQ(build({a, b, c}).error,
-            "allreduce 'x': reduce op mismatch: rank 0 has sum, rank 2 has max");
+            "allreduce 'x': reduce op mismatch: ranks 0,1 have sum, rank 2 has max");
   c = Req(2, "x", {2});
   c.postscale = 0.5;
   EXPECT_EQ(build({a, b, c}).error,
-            "allreduce 'x': postscale factor mismatch: rank 0 has 1, rank 2 has 0.5");
+            "allreduce 'x': postscale factor mismatch: ranks 0,1 have 1, rank 2 has 0.5");
 
   Request g0 = Req(0, "g", {5, 3}, OpType::kAllgather), g1 = Req(1, "g", {2, 4}, OpType::kAllgather);
   EXPECT_EQ(build({g0, g1}).error,
             "allgather 'g': shape (all but the first dimension) mismatch: rank 0 has [5,3], "
-            "rank 1 has [2,4] (expected [*,3] on every rank)");
+            "rank 1 has [2,4]");
   g1.shape = {7, 3};
   Response ok = build({g0, g1});
   EXPECT_EQ(ok.type, ResponseType::kAllgather);
@@ -68,6 +68,20 @@ TEST(Coordinator, MismatchMessagesNameTensorRanksAndValues) {
   Request b0 = Req(0, "b", {1}, OpType::kBroadcast), b1 = Req(1, "b", {1}, OpType::kBroadcast);
   b1.root = 1;
   EXPECT_EQ(build({b0, b1}).error, "broadcast 'b': root rank mismatch: rank 0 has 0, rank 1 has 1");
+}
+
+TEST(Coordinator, RanksThatAgreeAreGrouped) {
+  std::vector<Request> reqs;
+  for (int r = 0; r < 7; ++r) reqs.push_back(Req(r, "w", r == 0 || r == 5 ? std::vector<int64_t>{4, 1} : std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(BuildResponse(reqs).error,
+            "allreduce 'w': shape mismatch: ranks 0,5 have [4,1], ranks 1-4,6 have [2,2]");
+  reqs[6].shape = {8};
+  EXPECT_EQ(BuildResponse(reqs).error,
+            "allreduce 'w': shape mismatch: ranks 0,5 have [4,1], ranks 1-4 have [2,2], "
+            "rank 6 has [8]");
+  // An allgather's first dimension may differ; ndim may not.
+  Request g0 = Req(0, "g", {5, 3}, OpType::kAllgather), g1 = Req(1, "g", {5, 3, 1}, OpType::kAllgather);
+  EXPECT_EQ(BuildResponse({g0, g1}).type, ResponseType::kError);
 }
 
 TEST(Coordinator, DuplicateFromOneRankBecomesAnError) {

@@ -209,7 +209,7 @@ TEST(RuntimeThreadWorld, DtypeAndOpMismatchesNameBothValues) {
     auto h = rt.Enqueue(a);
     ASSERT_TRUE(h.ok());
     Status s = WaitFor(**h);
-    EXPECT_EQ(s.message(), "allreduce 'w': dtype mismatch: rank 0 has float32, rank 2 has int32");
+    EXPECT_EQ(s.message(), "allreduce 'w': dtype mismatch: ranks 0,1 have float32, rank 2 has int32");
     Submission b = Allreduce("v", in.data(), out.data(), DataType::kFloat64, {4},
                              rank == 1 ? ReduceOp::kMax : ReduceOp::kSum);
     if (rank == 1) b.op = OpType::kBroadcast;
@@ -217,7 +217,7 @@ TEST(RuntimeThreadWorld, DtypeAndOpMismatchesNameBothValues) {
     ASSERT_TRUE(h2.ok());
     Status s2 = WaitFor(**h2);
     EXPECT_EQ(s2.message(),
-              "allreduce 'v': operation mismatch: rank 0 has allreduce, rank 1 has broadcast");
+              "allreduce 'v': operation mismatch: ranks 0,2 have allreduce, rank 1 has broadcast");
   });
 }
 
@@ -290,6 +290,14 @@ TEST(RuntimeThreadWorld, BadSubmissionsAreRefusedLocally) {
     EXPECT_EQ(adasum.status().code(), StatusCode::kUnimplemented);
     auto neg = rt.Enqueue(Allreduce("n", x.data(), x.data(), DataType::kUInt8, {-1}, ReduceOp::kSum));
     EXPECT_EQ(neg.status().code(), StatusCode::kInvalidArgument);
+    // 2^62 float32 elements: the byte count overflows int64, and must not wrap into "small".
+    auto huge = rt.Enqueue(Allreduce("h", x.data(), x.data(), DataType::kFloat32,
+                                     {int64_t{1} << 62}, ReduceOp::kSum));
+    EXPECT_EQ(huge.status().message(),
+              "allreduce 'h': shape [4611686018427387904] of float32 is larger than 2^63-1 bytes");
+    auto wraps = rt.Enqueue(Allreduce("w", nullptr, nullptr, DataType::kUInt8,
+                                      {int64_t{1} << 32, int64_t{1} << 32}, ReduceOp::kSum));
+    EXPECT_EQ(wraps.status().code(), StatusCode::kInvalidArgument);
     Submission b = Allreduce("root", x.data(), x.data(), DataType::kUInt8, {4}, ReduceOp::kSum);
     b.op = OpType::kBroadcast;
     b.root = 2;

@@ -111,18 +111,25 @@ typedef struct kolo_handle_s* kolo_handle_t;
 
 /* Initialises kolo on every rank of MPI_COMM_WORLD. Collective: every rank must call it.
  * Initialises MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) when the application has not;
- * otherwise attaches to the application's MPI (which must provide at least
- * MPI_THREAD_SERIALIZED). Blocking. Calling it when already initialised is a no-op returning
- * KOLO_SUCCESS. Reads the KOLO_* environment variables (HOROVOD_* twins accepted).
- * Errors: KOLO_ERR_FAILED_PRECONDITION (MPI finalised, or thread level too low),
- * KOLO_ERR_INVALID_ARGUMENT (a malformed KOLO_* variable), KOLO_ERR_INTERNAL (MPI failed). */
+ * otherwise attaches to the application's MPI, which must provide MPI_THREAD_MULTIPLE if the
+ * application itself calls MPI while kolo is initialised (MPI_THREAD_SERIALIZED is accepted,
+ * with a warning, for applications that do not). Blocking. Calling it when already initialised
+ * is a no-op returning KOLO_SUCCESS. Reads the KOLO_* environment variables (HOROVOD_* twins
+ * accepted). It succeeds or fails on every rank together: a rank with a malformed variable
+ * fails with it, the others with KOLO_ERR_FAILED_PRECONDITION naming that rank.
+ * KOLO_FUSION_CHUNK_BYTES must be equal on every rank.
+ * Errors: KOLO_ERR_FAILED_PRECONDITION (MPI finalised, thread level too low, another rank
+ * failed), KOLO_ERR_INVALID_ARGUMENT (a malformed or disagreeing KOLO_* variable),
+ * KOLO_ERR_INTERNAL (MPI failed). */
 KOLO_API kolo_status_t kolo_init(void);
 
 /* Stops the background thread on every rank. Collective in effect: once one rank shuts down,
  * the others' pending and later operations fail with KOLO_ERR_FAILED_PRECONDITION naming that
  * rank. Operations pending on this rank complete with KOLO_ERR_FAILED_PRECONDITION.
  * Blocking. kolo_init() may be called again afterwards. MPI is not finalised here: if kolo
- * initialised MPI, it is finalised at process exit. Safe to call when not initialised. */
+ * initialised MPI, it is finalised at process exit. Safe to call when not initialised.
+ * MPI_Finalize calls it first (an MPI_COMM_SELF attribute), so an application that finalises
+ * MPI, or returns from main, without calling it still stops cleanly. */
 KOLO_API kolo_status_t kolo_shutdown(void);
 
 /* 1 when kolo_init succeeded and kolo_shutdown has not been called since, else 0. */
