@@ -83,13 +83,21 @@ std::string TrailingDims(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// One property every rank must agree on: `key` is compared, `show` is printed.
+// One property every rank must agree on. `same` is the fast check every Response pays for;
+// `key` (grouping) and `show` (printing) only run to explain a mismatch.
 struct Field {
   const char* what;
   bool (*applies)(OpType op);
+  bool (*same)(const Request& a, const Request& b);
   std::string (*key)(const Request& r);
   std::string (*show)(const Request& r);
 };
+
+bool SameTrailingDims(const Request& a, const Request& b) {
+  if (a.shape.size() != b.shape.size()) return false;
+  return std::equal(a.shape.begin() + (a.shape.empty() ? 0 : 1), a.shape.end(),
+                    b.shape.begin() + (b.shape.empty() ? 0 : 1));
+}
 
 bool Always(OpType) { return true; }
 bool IsAllreduce(OpType op) { return op == OpType::kAllreduce; }
@@ -98,24 +106,35 @@ bool IsAllgather(OpType op) { return op == OpType::kAllgather; }
 bool NotAllgather(OpType op) { return op != OpType::kAllgather; }
 
 const Field kFields[] = {
-    {"operation", Always, [](const Request& r) { return std::string(OpTypeName(r.op)); },
+    {"operation", Always, [](const Request& a, const Request& b) { return a.op == b.op; },
+     [](const Request& r) { return std::string(OpTypeName(r.op)); },
      [](const Request& r) { return std::string(OpTypeName(r.op)); }},
-    {"dtype", Always, [](const Request& r) { return std::string(DataTypeName(r.dtype)); },
+    {"dtype", Always, [](const Request& a, const Request& b) { return a.dtype == b.dtype; },
+     [](const Request& r) { return std::string(DataTypeName(r.dtype)); },
      [](const Request& r) { return std::string(DataTypeName(r.dtype)); }},
-    {"device", Always, [](const Request& r) { return Device(r.device); },
+    {"device", Always, [](const Request& a, const Request& b) { return a.device == b.device; },
+     [](const Request& r) { return Device(r.device); },
      [](const Request& r) { return Device(r.device); }},
-    {"shape", NotAllgather, [](const Request& r) { return ShapeString(r.shape); },
+    {"shape", NotAllgather, [](const Request& a, const Request& b) { return a.shape == b.shape; },
+     [](const Request& r) { return ShapeString(r.shape); },
      [](const Request& r) { return ShapeString(r.shape); }},
-    {"shape (all but the first dimension)", IsAllgather,
+    {"shape (all but the first dimension)", IsAllgather, SameTrailingDims,
      [](const Request& r) { return TrailingDims(r.shape); },
      [](const Request& r) { return ShapeString(r.shape); }},
-    {"reduce op", IsAllreduce, [](const Request& r) { return std::string(ReduceOpName(r.reduce_op)); },
+    {"reduce op", IsAllreduce,
+     [](const Request& a, const Request& b) { return a.reduce_op == b.reduce_op; },
+     [](const Request& r) { return std::string(ReduceOpName(r.reduce_op)); },
      [](const Request& r) { return std::string(ReduceOpName(r.reduce_op)); }},
-    {"prescale factor", IsAllreduce, [](const Request& r) { return Scale(r.prescale); },
+    {"prescale factor", IsAllreduce,
+     [](const Request& a, const Request& b) { return a.prescale == b.prescale; },
+     [](const Request& r) { return Scale(r.prescale); },
      [](const Request& r) { return Scale(r.prescale); }},
-    {"postscale factor", IsAllreduce, [](const Request& r) { return Scale(r.postscale); },
+    {"postscale factor", IsAllreduce,
+     [](const Request& a, const Request& b) { return a.postscale == b.postscale; },
+     [](const Request& r) { return Scale(r.postscale); },
      [](const Request& r) { return Scale(r.postscale); }},
-    {"root rank", IsBroadcast, [](const Request& r) { return std::to_string(r.root); },
+    {"root rank", IsBroadcast, [](const Request& a, const Request& b) { return a.root == b.root; },
+     [](const Request& r) { return std::to_string(r.root); },
      [](const Request& r) { return std::to_string(r.root); }},
 };
 
@@ -125,6 +144,9 @@ std::string FindMismatch(const std::vector<Request>& by_rank) {
   const Request& first = by_rank.front();
   for (const Field& f : kFields) {
     if (!f.applies(first.op)) continue;
+    bool all_same = true;
+    for (size_t r = 1; r < by_rank.size() && all_same; ++r) all_same = f.same(first, by_rank[r]);
+    if (all_same) continue;
     // Groups of ranks with the same key, in order of their first rank.
     std::vector<std::string> keys;
     std::vector<std::vector<int>> groups;

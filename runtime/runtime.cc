@@ -165,6 +165,7 @@ void Runtime::BackgroundLoop() {
         lock.unlock();
         const auto quiet_until = Clock::now() + kSettle;
         while (!work_arrived_.load(std::memory_order_relaxed) && Clock::now() < quiet_until) {
+          std::this_thread::yield();  // the submitting thread may need this core
         }
         lock.lock();
       }
