@@ -339,19 +339,8 @@ TEST(RuntimeThreadWorld, ARefusalOnOneRankFailsTheNameOnEveryOtherRank) {
 }
 
 TEST(RuntimeThreadWorld, ShutdownFailsPendingAndLaterOps) {
-  Config config = FastConfig();
-  const int ranks = 2;
-  auto control = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
-  auto data = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
-  std::vector<std::unique_ptr<Runtime>> rts;
-  for (int r = 0; r < ranks; ++r) {
-    RankLayout l;
-    l.rank = r;
-    l.size = ranks;
-    rts.push_back(std::make_unique<Runtime>(config, l, std::make_unique<LoopbackCommunicator>(control, r),
-                                            std::make_unique<LoopbackCommunicator>(data, r)));
-    ASSERT_TRUE(rts.back()->Start().ok());
-  }
+  std::vector<std::unique_ptr<Runtime>> rts = testing::StartRuntimes(2, FastConfig());
+  ASSERT_EQ(rts.size(), 2u);
   // Rank 1 submits a tensor rank 0 never submits, then rank 0 shuts down.
   std::vector<float> v(4, 1.0f);
   auto pending = rts[1]->Enqueue(Allreduce("orphan", v.data(), v.data(), DataType::kFloat32, {4}, ReduceOp::kSum));

@@ -19,7 +19,7 @@ void RunOnThreadWorld(int ranks, const std::function<void(Communicator&)>& fn,
   for (auto& t : threads) t.join();
 }
 
-void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn) {
+std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config) {
   auto control = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
   auto data = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
   std::vector<std::unique_ptr<Runtime>> runtimes;
@@ -32,8 +32,16 @@ void RunRuntimes(int ranks, const Config& config, const std::function<void(Runti
     runtimes.push_back(std::make_unique<Runtime>(
         config, layout, std::make_unique<LoopbackCommunicator>(control, r),
         std::make_unique<LoopbackCommunicator>(data, r)));
-    ASSERT_TRUE(runtimes.back()->Start().ok());
+    Status s = runtimes.back()->Start();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) return {};
   }
+  return runtimes;
+}
+
+void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn) {
+  std::vector<std::unique_ptr<Runtime>> runtimes = StartRuntimes(ranks, config);
+  ASSERT_EQ(runtimes.size(), static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { fn(*runtimes[r]); });
   for (auto& t : threads) t.join();

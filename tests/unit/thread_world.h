@@ -18,6 +18,9 @@ namespace kolo::testing {
 void RunOnThreadWorld(int ranks, const std::function<void(Communicator&)>& fn,
                       std::chrono::milliseconds deadline = std::chrono::seconds(20));
 
+// `ranks` started Runtimes over fresh loopback control and data worlds (empty on failure).
+std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config);
+
 // Starts `ranks` Runtimes over loopback control and data worlds, runs fn(runtime) on one
 // thread per rank, then shuts them all down.
 void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn);
