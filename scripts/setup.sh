@@ -25,6 +25,7 @@ readonly KOLO_PACKAGES=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev libdlpack-dev
+  python3-dev python3-numpy python3-torch python3-sklearn python3-pytest
 )
 
 install_missing_packages() {

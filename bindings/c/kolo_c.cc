@@ -5,6 +5,8 @@
 #include <memory>
 #include <mutex>
 
+#include <mpi.h>
+
 #include "base/logging.h"
 #include "kolo/kolo.h"
 #include "runtime/mpi_world.h"
@@ -106,6 +108,15 @@ kolo_status_t kolo_shutdown(void) {
 }
 
 int kolo_is_initialized(void) { return CurrentRuntime() ? 1 : 0; }
+
+int kolo_mpi_threads_supported(void) {
+  int initialized = 0, finalized = 0, provided = MPI_THREAD_SINGLE;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return 0;
+  MPI_Query_thread(&provided);
+  return provided >= MPI_THREAD_MULTIPLE ? 1 : 0;
+}
 
 #define KOLO_LAYOUT_GETTER(fn, field)         \
   int fn(void) {                              \

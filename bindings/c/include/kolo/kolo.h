@@ -144,6 +144,10 @@ KOLO_API int kolo_local_size(void);
 KOLO_API int kolo_cross_rank(void);
 KOLO_API int kolo_cross_size(void);
 
+/* 1 when MPI provides MPI_THREAD_MULTIPLE (the application may call MPI from any thread while
+ * kolo runs), 0 otherwise or when MPI is not initialised. */
+KOLO_API int kolo_mpi_threads_supported(void);
+
 /* ---- operations ---------------------------------------------------------------------------- */
 
 /* All-reduce `input` (shape[0..ndim), dtype) across all ranks into `output` (same shape and

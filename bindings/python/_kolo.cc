@@ -1,0 +1,276 @@
+// kolo._kolo: the Python extension over kolo's C API. Tensors arrive as DLPack capsules, so
+// the extension is built against no framework. This file only translates: names, capsules and
+// codes in; handles, capsules and KoloError out. The Handle owns references to the capsules it
+// was given, so the tensors' memory lives until the operation completes.
+#include <dlpack/dlpack.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kolo/config.h"
+#include "kolo/kolo.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// The Python exception type, created at module import.
+PyObject* g_kolo_error = nullptr;
+
+[[noreturn]] void Raise(kolo_status_t code, const std::string& message) {
+  py::object type = py::reinterpret_borrow<py::object>(g_kolo_error);
+  py::object err = type(message);
+  err.attr("code") = static_cast<int>(code);
+  PyErr_SetObject(g_kolo_error, err.ptr());
+  throw py::error_already_set();
+}
+
+void Check(kolo_status_t code) {
+  if (code != KOLO_SUCCESS) Raise(code, kolo_last_error());
+}
+
+// A borrowed view of a DLPack capsule's tensor, checked: CPU, contiguous, item size of dtype.
+struct TensorView {
+  void* data = nullptr;
+  std::vector<int64_t> shape;
+};
+
+TensorView View(const py::capsule& capsule, kolo_dtype_t dtype, const std::string& what) {
+  if (std::strcmp(capsule.name(), "dltensor") != 0) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT,
+          what + ": expected an unused DLPack capsule named 'dltensor', got '" +
+              capsule.name() + "'");
+  }
+  auto* managed = static_cast<DLManagedTensor*>(capsule.get_pointer());
+  const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type != kDLCPU) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT,
+          what + ": only CPU tensors are supported (DLPack device type " +
+              std::to_string(t.device.device_type) + ")");
+  }
+  const size_t item = kolo_dtype_size(dtype);
+  if (item == 0) Raise(KOLO_ERR_INVALID_ARGUMENT, what + ": unknown dtype code");
+  if (t.dtype.lanes != 1 || t.dtype.bits != item * 8) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT,
+          what + ": tensor elements are " + std::to_string(t.dtype.bits) + "-bit, dtype code " +
+              std::to_string(dtype) + " needs " + std::to_string(item * 8));
+  }
+  if (t.ndim > KOLO_MAX_DIMS) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT, what + ": more than " + std::to_string(KOLO_MAX_DIMS) +
+                                         " dimensions");
+  }
+  TensorView v;
+  v.shape.assign(t.shape, t.shape + t.ndim);
+  if (t.strides) {  // NULL strides mean compact row-major
+    int64_t expected = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      if (t.shape[i] != 1 && t.strides[i] != expected) {
+        Raise(KOLO_ERR_INVALID_ARGUMENT, what + ": tensor is not contiguous");
+      }
+      expected *= t.shape[i];
+    }
+  }
+  v.data = static_cast<char*>(t.data) + t.byte_offset;
+  return v;
+}
+
+class Handle {
+ public:
+  Handle(kolo_handle_t h, std::vector<py::object> keep, kolo_dtype_t dtype, std::string name)
+      : h_(h), keep_(std::move(keep)), dtype_(dtype), name_(std::move(name)) {}
+  ~Handle() {
+    if (!h_) return;
+    {
+      // The operation may still write into the kept buffers: wait before releasing them.
+      py::gil_scoped_release release;
+      kolo_wait(h_);
+    }
+    kolo_handle_free(h_);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  bool Poll() const { return kolo_poll(h_) != 0; }
+
+  void Wait() {
+    kolo_status_t s;
+    {
+      py::gil_scoped_release release;
+      s = kolo_wait(h_);
+    }
+    if (s != KOLO_SUCCESS) Raise(s, kolo_handle_message(h_));
+  }
+
+  // The gathered tensor as a DLPack capsule. Its memory belongs to the kolo handle, which the
+  // capsule's deleter frees: ownership moves to the consumer, so this works once.
+  py::capsule Output() {
+    Wait();
+    const void* data = nullptr;
+    int ndim = 0;
+    int64_t shape[KOLO_MAX_DIMS];
+    Check(kolo_handle_output(h_, &data, &ndim, shape));
+    struct Owner {
+      kolo_handle_t handle;
+      std::vector<int64_t> shape;
+    };
+    auto* owner = new Owner{h_, std::vector<int64_t>(shape, shape + ndim)};
+    auto* managed = new DLManagedTensor{};
+    managed->dl_tensor.data = const_cast<void*>(data);
+    managed->dl_tensor.device = DLDevice{kDLCPU, 0};
+    managed->dl_tensor.ndim = ndim;
+    managed->dl_tensor.dtype = DlType(dtype_);
+    managed->dl_tensor.shape = owner->shape.data();
+    managed->dl_tensor.strides = nullptr;
+    managed->dl_tensor.byte_offset = 0;
+    managed->manager_ctx = owner;
+    managed->deleter = [](DLManagedTensor* self) {
+      auto* o = static_cast<Owner*>(self->manager_ctx);
+      kolo_handle_free(o->handle);
+      delete o;
+      delete self;
+    };
+    h_ = nullptr;  // owned by the capsule now
+    // A capsule never consumed still frees the tensor (DLPack's convention: a consumer renames
+    // it to "used_dltensor" and takes over the deleter).
+    return py::capsule(managed, "dltensor", [](PyObject* cap) {
+      if (std::strcmp(PyCapsule_GetName(cap), "dltensor") != 0) return;
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+      if (m && m->deleter) m->deleter(m);
+    });
+  }
+
+ private:
+  static DLDataType DlType(kolo_dtype_t d) {
+    switch (d) {
+      case KOLO_UINT8: return {kDLUInt, 8, 1};
+      case KOLO_INT8: return {kDLInt, 8, 1};
+      case KOLO_UINT16: return {kDLUInt, 16, 1};
+      case KOLO_INT16: return {kDLInt, 16, 1};
+      case KOLO_INT32: return {kDLInt, 32, 1};
+      case KOLO_INT64: return {kDLInt, 64, 1};
+      case KOLO_FLOAT16: return {kDLFloat, 16, 1};
+      case KOLO_FLOAT32: return {kDLFloat, 32, 1};
+      case KOLO_FLOAT64: return {kDLFloat, 64, 1};
+      case KOLO_BOOL: return {kDLUInt, 8, 1};  // DLPack 0.6 has no bool; torch does the same
+      case KOLO_BFLOAT16: return {kDLBfloat, 16, 1};
+    }
+    return {kDLUInt, 8, 1};
+  }
+
+  kolo_handle_t h_;
+  std::vector<py::object> keep_;
+  kolo_dtype_t dtype_;
+  std::string name_;
+};
+
+kolo_dtype_t Dtype(int code) {
+  if (kolo_dtype_size(static_cast<kolo_dtype_t>(code)) == 0) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT, "unknown kolo dtype code " + std::to_string(code));
+  }
+  return static_cast<kolo_dtype_t>(code);
+}
+
+std::unique_ptr<Handle> AllreduceAsync(const std::string& name, py::capsule in, py::capsule out,
+                                       int dtype_code, int op, double prescale,
+                                       double postscale) {
+  const kolo_dtype_t dtype = Dtype(dtype_code);
+  TensorView vin = View(in, dtype, "allreduce '" + name + "' input");
+  TensorView vout = in.ptr() == out.ptr() ? vin : View(out, dtype, "allreduce '" + name + "' output");
+  if (vout.shape != vin.shape) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT, "allreduce '" + name + "': output shape differs from input");
+  }
+  kolo_handle_t h = nullptr;
+  Check(kolo_allreduce_async(name.c_str(), vin.data, vout.data, dtype,
+                             static_cast<int>(vin.shape.size()), vin.shape.data(),
+                             static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
+  return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
+}
+
+std::unique_ptr<Handle> AllgatherAsync(const std::string& name, py::capsule in, int dtype_code) {
+  const kolo_dtype_t dtype = Dtype(dtype_code);
+  TensorView vin = View(in, dtype, "allgather '" + name + "' input");
+  kolo_handle_t h = nullptr;
+  Check(kolo_allgather_async(name.c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
+                             vin.shape.data(), &h));
+  return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
+}
+
+std::unique_ptr<Handle> BroadcastAsync(const std::string& name, py::capsule in, py::capsule out,
+                                       int dtype_code, int root) {
+  const kolo_dtype_t dtype = Dtype(dtype_code);
+  TensorView vin = View(in, dtype, "broadcast '" + name + "' input");
+  TensorView vout = in.ptr() == out.ptr() ? vin : View(out, dtype, "broadcast '" + name + "' output");
+  if (vout.shape != vin.shape) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT, "broadcast '" + name + "': output shape differs from input");
+  }
+  kolo_handle_t h = nullptr;
+  Check(kolo_broadcast_async(name.c_str(), vin.data, vout.data, dtype,
+                             static_cast<int>(vin.shape.size()), vin.shape.data(), root, &h));
+  return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_kolo, m) {
+  m.doc() = "kolo's C API for Python; tensors as DLPack capsules (see bindings/python/README.md)";
+  py::object runtime_error = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
+  g_kolo_error = PyErr_NewExceptionWithDoc(
+      "kolo._kolo.KoloError", "A kolo operation failed; .code is the kolo_status_t.",
+      runtime_error.ptr(), nullptr);
+  m.attr("KoloError") = py::reinterpret_borrow<py::object>(g_kolo_error);
+
+  m.def("init", [] {
+    kolo_status_t s;
+    {
+      py::gil_scoped_release release;  // collective: may wait for the other ranks
+      s = kolo_init();
+    }
+    Check(s);
+  });
+  m.def("shutdown", [] {
+    py::gil_scoped_release release;
+    kolo_shutdown();
+  });
+  m.def("is_initialized", [] { return kolo_is_initialized() != 0; });
+  m.def("rank", &kolo_rank);
+  m.def("size", &kolo_size);
+  m.def("local_rank", &kolo_local_rank);
+  m.def("local_size", &kolo_local_size);
+  m.def("cross_rank", &kolo_cross_rank);
+  m.def("cross_size", &kolo_cross_size);
+  m.def("mpi_threads_supported", [] { return kolo_mpi_threads_supported() != 0; });
+  m.def("built_with_cuda", [] { return KOLO_WITH_CUDA != 0; });
+  m.def("built_with_nccl", [] { return KOLO_WITH_NCCL != 0; });
+
+  m.def("allreduce_async", &AllreduceAsync, py::arg("name"), py::arg("input"), py::arg("output"),
+        py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0);
+  m.def("allgather_async", &AllgatherAsync, py::arg("name"), py::arg("input"), py::arg("dtype"));
+  m.def("broadcast_async", &BroadcastAsync, py::arg("name"), py::arg("input"), py::arg("output"),
+        py::arg("dtype"), py::arg("root_rank"));
+
+  py::class_<Handle>(m, "Handle")
+      .def("poll", &Handle::Poll)
+      .def("wait", &Handle::Wait)
+      .def("output", &Handle::Output);
+
+  m.attr("UINT8") = static_cast<int>(KOLO_UINT8);
+  m.attr("INT8") = static_cast<int>(KOLO_INT8);
+  m.attr("UINT16") = static_cast<int>(KOLO_UINT16);
+  m.attr("INT16") = static_cast<int>(KOLO_INT16);
+  m.attr("INT32") = static_cast<int>(KOLO_INT32);
+  m.attr("INT64") = static_cast<int>(KOLO_INT64);
+  m.attr("FLOAT16") = static_cast<int>(KOLO_FLOAT16);
+  m.attr("FLOAT32") = static_cast<int>(KOLO_FLOAT32);
+  m.attr("FLOAT64") = static_cast<int>(KOLO_FLOAT64);
+  m.attr("BOOL") = static_cast<int>(KOLO_BOOL);
+  m.attr("BFLOAT16") = static_cast<int>(KOLO_BFLOAT16);
+  m.attr("AVERAGE") = static_cast<int>(KOLO_OP_AVERAGE);
+  m.attr("SUM") = static_cast<int>(KOLO_OP_SUM);
+  m.attr("ADASUM") = static_cast<int>(KOLO_OP_ADASUM);
+  m.attr("MIN") = static_cast<int>(KOLO_OP_MIN);
+  m.attr("MAX") = static_cast<int>(KOLO_OP_MAX);
+  m.attr("PRODUCT") = static_cast<int>(KOLO_OP_PRODUCT);
+}
