@@ -1,0 +1,182 @@
+"""Helpers over kolo.torch's collectives, as horovod.torch.functions: broadcasting a model's
+parameters and an optimizer's state, and broadcasting or all-gathering any picklable object.
+
+Objects cross the wire as pickle bytes in a uint8 tensor (the standard library's pickle, so
+they must be picklable by it: no lambdas or local classes)."""
+
+import collections
+import pickle
+
+import numpy as np
+import torch
+
+from kolo.torch.mpi_ops import allgather, broadcast_, broadcast_async_, synchronize
+from kolo.torch.mpi_ops import rank, size
+from kolo.torch.mpi_ops import _check_process_set, global_process_set
+
+
+def _bytes_tensor(payload):
+    """A uint8 tensor holding a copy of ``payload`` (bytes)."""
+    return torch.from_numpy(np.frombuffer(payload, dtype=np.uint8).copy())
+
+
+def broadcast_parameters(params, root_rank, process_set=global_process_set):
+    """Broadcasts parameters in place from ``root_rank`` to all other ranks.
+
+    Arguments:
+        params: ``model.state_dict()`` (or any dict name -> tensor), or a list of tensors or of
+            (name, tensor) pairs such as ``list(model.named_parameters())``. Dicts are sent in
+            order of their sorted names, so every rank must pass the same names.
+        root_rank: the rank whose values everybody gets.
+    """
+    _check_process_set(process_set)
+    if isinstance(params, dict):
+        params = sorted(params.items())
+    elif isinstance(params, (list, tuple)) or (
+            hasattr(params, "__iter__") and not isinstance(params, (torch.Tensor, str))):
+        params = [p if isinstance(p, tuple) else (None, p) for p in params]
+    else:
+        raise ValueError("invalid params of type: %s" % type(params))
+
+    handles = [broadcast_async_(p, root_rank, name) for name, p in params]
+    for handle in handles:
+        synchronize(handle)
+
+
+def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
+    """Broadcasts an optimizer's state (per-parameter tensors such as momentum buffers, and
+    the hyperparameters of each parameter group) from ``root_rank`` to all other ranks.
+
+    A new optimizer has no state yet; as in Horovod, it is created here by one step with zero
+    gradients (for a DistributedOptimizer, the wrapped optimizer's step, which communicates
+    nothing), which leaves parameters unchanged for SGD (with or without momentum) and Adam
+    unless weight decay is set. Tensors in the state are broadcast in place; everything else
+    (learning rate, betas, step counts kept as numbers...) is broadcast as one pickled object.
+    """
+    from kolo.torch.optimizer import _DistributedOptimizer
+
+    _check_process_set(process_set)
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("cannot broadcast torch.optim.LBFGS state")
+
+    state_dict = optimizer.state_dict()
+
+    # A new optimizer has no state: make it by a step with zero gradients.
+    if len(state_dict["state"]) == 0:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.requires_grad and id(p) not in state_dict["state"]:
+                    p.grad = p.data.new(p.size()).zero_()
+                    if isinstance(optimizer, torch.optim.SparseAdam):
+                        p.grad = p.grad.to_sparse()
+        if isinstance(optimizer, _DistributedOptimizer):
+            # The wrapped optimizer's step: the distributed one would all-reduce, and deadlock
+            # unless every rank stepped too.
+            super(_DistributedOptimizer, optimizer).step()
+        else:
+            optimizer.step()
+        state_dict = optimizer.state_dict()
+
+    # Still empty: a stateless optimizer (plain SGD), nothing to broadcast.
+    if len(state_dict["state"]) == 0:
+        return
+
+    tensors = []
+    scalars = {}
+    callbacks = {}
+    occurrences = collections.defaultdict(int)
+
+    def state_setter(pid, name):
+        def assign(value):
+            # state_dict()'s per-parameter dicts are the optimizer's own
+            state_dict["state"][pid][name] = value
+        return assign
+
+    def option_setter(index, key):
+        def assign(value):
+            optimizer.param_groups[index][key] = value
+        return assign
+
+    for index, group in enumerate(state_dict["param_groups"]):
+        for key, value in group.items():
+            if key == "params":
+                continue
+            full_key = "%s.%d" % (key, index)
+            scalars[full_key] = value
+            callbacks[full_key] = option_setter(index, key)
+
+        for pid in group["params"]:
+            if pid not in state_dict["state"]:
+                continue  # no state for this parameter (requires_grad False)
+            for name, value in state_dict["state"][pid].items():
+                # names repeat from parameter to parameter: number them in order
+                occurrences[name] += 1
+                full_key = "%s.%d" % (name, occurrences[name])
+                if torch.is_tensor(value):
+                    tensors.append((full_key, value))
+                else:
+                    scalars[full_key] = value
+                    callbacks[full_key] = state_setter(pid, name)
+
+    broadcast_parameters(tensors, root_rank)
+    scalars = broadcast_object(scalars, root_rank, name="optimizer_state.scalars")
+    for key, value in scalars.items():
+        callbacks[key](value)
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """Pickles ``obj`` on ``root_rank`` and returns it, unpickled, on every rank.
+
+    Arguments:
+        obj: any object the standard library's pickle handles (ignored on other ranks).
+        root_rank: the rank whose object everybody gets.
+        name: the operations' base name. Defaults to "broadcast_object" (not the object's
+            type name as in Horovod: the other ranks' objects, often None, have other types).
+    """
+    _check_process_set(process_set)
+    if name is None:
+        name = "broadcast_object"
+
+    if rank() == root_rank:
+        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        data = _bytes_tensor(payload)
+        length = torch.tensor([data.numel()], dtype=torch.int64)
+        broadcast_(length, root_rank, name + ".sz")
+    else:
+        length = torch.zeros(1, dtype=torch.int64)
+        broadcast_(length, root_rank, name + ".sz")
+        data = torch.empty(int(length.item()), dtype=torch.uint8)
+
+    broadcast_(data, root_rank, name + ".t")
+
+    if rank() != root_rank:
+        obj = pickle.loads(data.numpy().tobytes())
+    return obj
+
+
+def allgather_object(obj, name=None, process_set=global_process_set):
+    """Pickles ``obj`` on every rank and returns the list of all ranks' objects, in rank order.
+
+    Arguments:
+        obj: any object the standard library's pickle handles.
+        name: the operations' base name. Defaults to "allgather_object" (not the object's
+            type name as in Horovod, which may differ from rank to rank).
+    """
+    _check_process_set(process_set)
+    if name is None:
+        name = "allgather_object"
+
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    data = _bytes_tensor(payload)
+    length = torch.tensor([data.numel()], dtype=torch.int64)
+
+    lengths = allgather(length, name=name + ".sz").tolist()
+    gathered = allgather(data, name=name + ".t").numpy()
+
+    objects = []
+    offset = 0
+    for n in lengths:
+        objects.append(pickle.loads(gathered[offset:offset + n].tobytes()))
+        offset += n
+    assert len(objects) == size()
+    return objects

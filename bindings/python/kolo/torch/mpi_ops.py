@@ -1,0 +1,851 @@
+"""kolo.torch's collective operations: Horovod's horovod.torch.mpi_ops over kolo._kolo.
+
+Every asynchronous function returns an int handle; ``poll(handle)`` says whether the operation
+completed and ``synchronize(handle)`` waits for it and returns its output. Until then the handle
+map holds the kolo handles, the tensors they read and write, and the step that produces the
+result (the all-gathered tensor, or the copy back into a non-contiguous in-place argument).
+
+Operation names follow Horovod: ``allreduce(t, name="x")`` is negotiated as ``"allreduce.x"``,
+an unnamed one as ``"allreduce.noname.<handle>"`` (every rank must then issue its unnamed
+operations in the same order, as in Horovod). A grouped operation of base name ``g`` is
+submitted as one operation per tensor, ``"allreduce.g.0"``, ``"allreduce.g.1"``, ...
+
+Tensors: CPU, dense, of the dtypes in ``_DTYPES``; any other dtype or device raises
+``UnsupportedTensorError`` (both a TypeError and a ValueError) naming the operation.
+Non-contiguous tensors are accepted: out-of-place operations read a contiguous copy; in-place
+ones work on a contiguous copy and copy the result back into the caller's tensor.
+"""
+
+import itertools
+import sys
+import threading
+import warnings
+
+import torch
+from torch.utils import dlpack as _dlpack
+
+from kolo import _kolo as _k
+from kolo.torch.compression import Compression
+
+# ---- reduction operations (kolo's codes, which are Horovod's numbers) ----------------------------
+
+Average = _k.AVERAGE
+Sum = _k.SUM
+Adasum = _k.ADASUM
+Min = _k.MIN
+Max = _k.MAX
+Product = _k.PRODUCT
+
+_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max",
+             Product: "Product"}
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+class HorovodInternalError(_k.KoloError):
+    """A kolo operation failed (a mismatch between ranks, a refused submission, a lost peer, a
+    shutdown...). Horovod's name for it, so ``except hvd.HorovodInternalError`` keeps working.
+    It is a RuntimeError and a ``kolo.KoloError``; the message is the runtime's and ``code`` its
+    kolo_status_t."""
+
+
+class UnsupportedTensorError(TypeError, ValueError):
+    """A tensor kolo cannot communicate: a dtype it lacks, a device other than the CPU, a sparse
+    layout. Both a TypeError and a ValueError (Horovod raises ValueError for these)."""
+
+
+class InvalidSubmissionError(HorovodInternalError, ValueError):
+    """kolo refused a submission as invalid (a name still in flight, a bad op...): a
+    HorovodInternalError that is also a ValueError, which is what Horovod raises for an invalid
+    argument at submission."""
+
+
+_INVALID_ARGUMENT = 3  # kolo_status_t KOLO_ERR_INVALID_ARGUMENT
+
+
+def _internal_error(e, at_submission=False):
+    code = getattr(e, "code", None)
+    if at_submission and code == _INVALID_ARGUMENT:
+        err = InvalidSubmissionError(str(e))
+    else:
+        err = HorovodInternalError(str(e))
+    err.code = code
+    return err
+
+
+_NOT_INITIALIZED = "kolo has not been initialized; use hvd.init()."
+
+# ---- dtypes ---------------------------------------------------------------------------------
+
+_DTYPES = {
+    torch.uint8: _k.UINT8,
+    torch.int8: _k.INT8,
+    torch.int16: _k.INT16,
+    torch.int32: _k.INT32,
+    torch.int64: _k.INT64,
+    torch.float16: _k.FLOAT16,
+    torch.bfloat16: _k.BFLOAT16,
+    torch.float32: _k.FLOAT32,
+    torch.float64: _k.FLOAT64,
+    torch.bool: _k.BOOL,
+}
+if getattr(torch, "uint16", None) is not None:  # torch >= 2.3
+    _DTYPES[torch.uint16] = _k.UINT16
+
+# ---- process sets: only the global one, so far ----------------------------------------------
+
+
+class _GlobalProcessSet(object):
+    """The set of all ranks, the only process set kolo supports so far (Horovod's
+    ``hvd.global_process_set``)."""
+
+    process_set_id = 0
+
+    @property
+    def ranks(self):
+        return list(range(size()))
+
+    def size(self):
+        return size()
+
+    def rank(self):
+        return rank()
+
+    def included(self):
+        return True
+
+    def __repr__(self):
+        return "ProcessSet(process_set_id=0, ranks=all)"
+
+
+global_process_set = _GlobalProcessSet()
+
+
+def _check_process_set(process_set):
+    if process_set is None or process_set is global_process_set:
+        return
+    raise ValueError(
+        "kolo: process sets are not supported yet: only the global process set "
+        "(hvd.global_process_set, the default) is; got %r" % (process_set,))
+
+
+# ---- basics ---------------------------------------------------------------------------------
+
+_homogeneous = None
+
+
+def _is_comm_world(comm):
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None:
+        return False
+    try:
+        return comm is mpi.COMM_WORLD or comm == mpi.COMM_WORLD
+    except Exception:  # pragma: no cover - exotic objects
+        return False
+
+
+def init(comm=None, process_sets=None):
+    """Initializes kolo on every rank of MPI_COMM_WORLD (collective: every rank calls it).
+    Starts MPI unless the program already has. Calling it again is a no-op.
+
+    Arguments:
+        comm: None or mpi4py's MPI.COMM_WORLD; kolo does not run on other communicators yet.
+        process_sets: None; kolo has no process sets other than the global one yet.
+    """
+    global _homogeneous
+    if comm is not None and not _is_comm_world(comm):
+        raise ValueError(
+            "kolo: init(comm=...) with a communicator other than MPI.COMM_WORLD is not "
+            "supported yet; kolo always runs on all ranks of MPI_COMM_WORLD (got %r)" % (comm,))
+    if process_sets is not None and process_sets != []:
+        raise ValueError("kolo: init(process_sets=...) is not supported yet: kolo has only the "
+                         "global process set")
+    was_initialized = _k.is_initialized()
+    try:
+        _k.init()
+    except _k.KoloError as e:
+        raise _internal_error(e) from e
+    if was_initialized and _homogeneous is not None:
+        return
+    with _lock:
+        _handle_map.clear()
+    # Homogeneous: every node runs the same number of ranks. No rank can tell alone, so every
+    # rank contributes its node's rank count once, here.
+    mine = torch.tensor([_k.local_size()], dtype=torch.int32)
+    try:
+        h = _k.allgather_async("kolo.torch.init.local_size", _capsule(mine), _k.INT32)
+        counts = _dlpack.from_dlpack(h.output())
+    except _k.KoloError as e:
+        raise _internal_error(e) from e
+    _homogeneous = bool((counts == counts[0]).all())
+
+
+def shutdown():
+    """Stops kolo on this rank. Operations still pending fail with HorovodInternalError."""
+    global _homogeneous
+    _k.shutdown()
+    with _lock:
+        _handle_map.clear()
+        del _orphans[:]
+    _homogeneous = None
+
+
+def is_initialized():
+    """True when init() succeeded and shutdown() has not been called since."""
+    return bool(_k.is_initialized())
+
+
+def _layout(value):
+    if value < 0:
+        raise ValueError(_NOT_INITIALIZED)
+    return value
+
+
+def size():
+    """The number of ranks."""
+    return _layout(_k.size())
+
+
+def local_size():
+    """The number of ranks on this node."""
+    return _layout(_k.local_size())
+
+
+def cross_size():
+    """The number of nodes with a rank of this local rank."""
+    return _layout(_k.cross_size())
+
+
+def rank():
+    """This process's rank, in [0, size())."""
+    return _layout(_k.rank())
+
+
+def local_rank():
+    """This process's rank on its node."""
+    return _layout(_k.local_rank())
+
+
+def cross_rank():
+    """This process's rank among the ranks of the same local rank (its node's index)."""
+    return _layout(_k.cross_rank())
+
+
+def is_homogeneous():
+    """True when every node runs the same number of ranks."""
+    if _homogeneous is None or not _k.is_initialized():
+        raise ValueError(_NOT_INITIALIZED)
+    return _homogeneous
+
+
+def mpi_threads_supported():
+    """True when MPI provides MPI_THREAD_MULTIPLE."""
+    if not _k.is_initialized():
+        raise ValueError(_NOT_INITIALIZED)
+    return bool(_k.mpi_threads_supported())
+
+
+def mpi_enabled():
+    """kolo always communicates over MPI."""
+    return True
+
+
+def mpi_built():
+    return True
+
+
+def gloo_enabled():
+    return False
+
+
+def gloo_built():
+    return False
+
+
+def nccl_built():
+    """True when kolo was built with NCCL."""
+    return bool(_k.built_with_nccl())
+
+
+def cuda_built():
+    """True when kolo was built with CUDA."""
+    return bool(_k.built_with_cuda())
+
+
+def rocm_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+_TIMELINE_MESSAGE = ("kolo: the timeline is not yet supported (KOLO_TIMELINE arrives with the "
+                     "negotiation issue)")
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Not supported yet."""
+    raise NotImplementedError(_TIMELINE_MESSAGE)
+
+
+def stop_timeline():
+    """Not supported yet."""
+    raise NotImplementedError(_TIMELINE_MESSAGE)
+
+
+# ---- handles --------------------------------------------------------------------------------
+
+
+class _Pending(object):
+    __slots__ = ("handles", "keep", "finish")
+
+    def __init__(self, handles, keep, finish):
+        self.handles = handles  # kolo._kolo.Handle objects
+        self.keep = keep        # tensors that must live until the operation completes
+        self.finish = finish    # () -> the result, called after every handle succeeded
+
+
+_lock = threading.Lock()
+_handle_map = {}
+_orphans = []  # kolo handles of grouped submissions that failed half-way; dropped at shutdown
+_handle_counter = itertools.count(1)
+
+
+def _new_handle(prefix, name):
+    """A fresh int handle and the operation's full name."""
+    handle = next(_handle_counter)
+    if name is None:
+        return handle, "%s.noname.%d" % (prefix, handle)
+    return handle, "%s.%s" % (prefix, name)
+
+
+def _register(handle, kolo_handles, keep, finish):
+    with _lock:
+        _handle_map[handle] = _Pending(kolo_handles, keep, finish)
+    return handle
+
+
+def _orphan(kolo_handles, keep):
+    # Never drop a submitted operation's handle while it may still run: its destructor would
+    # block until completion. Keep it (and its tensors) until it is done or kolo shuts down.
+    with _lock:
+        _orphans[:] = [o for o in _orphans if not all(h.poll() for h in o[0])]
+        if kolo_handles:
+            _orphans.append((list(kolo_handles), keep))
+
+
+def poll(handle):
+    """True when the operation of ``handle`` has completed; synchronize() then returns at once.
+
+    Raises ValueError for a handle that was never returned or has been synchronized."""
+    with _lock:
+        pending = _handle_map.get(handle)
+    if pending is None:
+        raise ValueError("Handle %r was not created or has been cleared." % (handle,))
+    return all(h.poll() for h in pending.handles)
+
+
+def synchronize(handle):
+    """Waits for the operation of ``handle`` and returns its output: a tensor, or a tuple of
+    tensors for a grouped operation. Returns None for an unknown or already synchronized
+    handle, as Horovod does. Raises HorovodInternalError if the operation failed."""
+    with _lock:
+        pending = _handle_map.pop(handle, None)
+    if pending is None:
+        return None
+    first_error = None
+    for h in pending.handles:  # wait for all, even after a failure: they use our tensors
+        try:
+            h.wait()
+        except _k.KoloError as e:
+            if first_error is None:
+                first_error = e
+    if first_error is not None:
+        raise _internal_error(first_error) from first_error
+    try:
+        return pending.finish()
+    except _k.KoloError as e:
+        raise _internal_error(e) from e
+
+
+# ---- tensors --------------------------------------------------------------------------------
+
+
+def _check_tensor(tensor, what):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError("kolo %s: expected a torch.Tensor, got %s"
+                        % (what, type(tensor).__name__))
+    if tensor.layout != torch.strided:
+        raise UnsupportedTensorError(
+            "kolo %s: %s tensors are not supported, only dense (strided) ones"
+            % (what, tensor.layout))
+    if tensor.dtype not in _DTYPES:
+        raise UnsupportedTensorError(
+            "kolo %s: tensor dtype %s is not supported (supported: %s)"
+            % (what, tensor.dtype,
+               ", ".join(str(d).replace("torch.", "") for d in _DTYPES)))
+    if tensor.device.type != "cpu":
+        raise UnsupportedTensorError(
+            "kolo %s: the tensor is on %s; kolo.torch supports CPU tensors only so far"
+            % (what, tensor.device))
+
+
+def _capsule(tensor):
+    """A DLPack capsule of a contiguous CPU tensor (bool exported as uint8: torch 1.13 has no
+    DLPack bool)."""
+    t = tensor.detach()
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)
+    return _dlpack.to_dlpack(t)
+
+
+def _contiguous(tensor):
+    return tensor if tensor.is_contiguous() else tensor.contiguous()
+
+
+def _finish_in_place(tensor, buf):
+    """The result step of an in-place operation that worked on ``buf``."""
+    if buf is tensor:
+        return lambda: tensor
+
+    def copy_back():
+        with torch.no_grad():
+            tensor.copy_(buf)
+        return tensor
+    return copy_back
+
+
+def _submit(fn, *args):
+    try:
+        return fn(*args)
+    except _k.KoloError as e:
+        raise _internal_error(e, at_submission=True) from e
+
+
+def _submit_all(submissions, keep):
+    """Submits several operations; if one is refused, the ones already submitted are kept
+    alive (see _orphan) and the error is raised."""
+    handles = []
+    try:
+        for fn, args in submissions:
+            handles.append(_submit(fn, *args))
+    except BaseException:
+        _orphan(handles, keep)
+        raise
+    return handles
+
+
+# ---- op / average ---------------------------------------------------------------------------
+
+
+def _resolve_op(op, average):
+    """Horovod's rule for the deprecated ``average`` argument."""
+    if op is not None:
+        if average is not None:
+            raise ValueError("The op parameter supersedes average. Please provide only one of "
+                             "them.")
+        return op
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning)
+        return Average if average else Sum
+    return Average
+
+
+# ---- allreduce ------------------------------------------------------------------------------
+
+
+def _allreduce_args(name, inp, out, op, prescale_factor, postscale_factor):
+    cin = _capsule(inp)
+    cout = cin if out is inp else _capsule(out)  # the same capsule object selects in place
+    return (_k.allreduce_async,
+            (name, cin, cout, _DTYPES[inp.dtype], int(op), float(prescale_factor),
+             float(postscale_factor)))
+
+
+def allreduce_async(tensor, average=None, name=None, op=None,
+                    prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=global_process_set):
+    """Starts reducing ``tensor`` over all ranks into a new tensor; the input is not modified.
+
+    Arguments:
+        tensor: the tensor to reduce (same dtype and shape on every rank).
+        average: deprecated, use ``op``.
+        name: the operation's name (matched across ranks); generated when None.
+        op: Average (the default), Sum, Min, Max or Product (Adasum is refused by the runtime).
+        prescale_factor, postscale_factor: factors applied before and after the reduction.
+        process_set: only the global process set is supported.
+
+    Returns:
+        A handle for poll() and synchronize().
+    """
+    op = _resolve_op(op, average)
+    _check_process_set(process_set)
+    handle, full_name = _new_handle("allreduce", name)
+    _check_tensor(tensor, "allreduce '%s'" % full_name)
+    inp = _contiguous(tensor)
+    out = torch.empty_like(inp, memory_format=torch.contiguous_format)
+    fn, args = _allreduce_args(full_name, inp, out, op, prescale_factor, postscale_factor)
+    h = _submit(fn, *args)
+    return _register(handle, [h], (inp, out), lambda: out)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None,
+                     prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=global_process_set):
+    """Starts reducing ``tensor`` in place over all ranks. Arguments as allreduce_async.
+
+    Returns:
+        A handle for poll() and synchronize(); synchronize() returns ``tensor``.
+    """
+    op = _resolve_op(op, average)
+    _check_process_set(process_set)
+    handle, full_name = _new_handle("allreduce", name)
+    _check_tensor(tensor, "allreduce '%s'" % full_name)
+    buf = _contiguous(tensor)
+    fn, args = _allreduce_args(full_name, buf, buf, op, prescale_factor, postscale_factor)
+    h = _submit(fn, *args)
+    return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))
+
+
+def allreduce_(tensor, average=None, name=None, op=None,
+               prescale_factor=1.0, postscale_factor=1.0,
+               process_set=global_process_set):
+    """Reduces ``tensor`` in place over all ranks and returns it. Arguments as
+    allreduce_async."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+class HorovodAllreduce(torch.autograd.Function):
+    """Allreduce as an autograd function: the gradient is the allreduce of the output's
+    gradient with the same op and scale factors (as in Horovod)."""
+
+    @staticmethod
+    def forward(ctx, tensor, average, name, op, prescale_factor, postscale_factor, process_set):
+        ctx.op = _resolve_op(op, average)
+        ctx.prescale_factor = prescale_factor
+        ctx.postscale_factor = postscale_factor
+        ctx.process_set = process_set
+        return synchronize(allreduce_async(tensor, None, name, ctx.op, prescale_factor,
+                                           postscale_factor, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale_factor,
+                         postscale_factor=ctx.postscale_factor, process_set=ctx.process_set)
+        return grad, None, None, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces ``tensor`` over all ranks and returns the result in a new tensor; the input is
+    not modified. Differentiable. ``compression`` (Compression.none or Compression.fp16)
+    chooses the tensor that crosses the wire. Other arguments as allreduce_async."""
+    op = _resolve_op(op, average)
+    compressed, ctx = compression.compress(tensor)
+    reduced = HorovodAllreduce.apply(compressed, None, name, op, prescale_factor,
+                                     postscale_factor, process_set)
+    return compression.decompress(reduced, ctx)
+
+
+# ---- grouped allreduce ----------------------------------------------------------------------
+
+
+def _grouped_names(prefix, name, count):
+    handle, base = _new_handle(prefix, name)
+    return handle, ["%s.%d" % (base, i) for i in range(count)]
+
+
+def _as_tensor_list(tensors, what):
+    if isinstance(tensors, torch.Tensor):
+        raise TypeError("kolo %s: expected a list of tensors, got a single tensor" % what)
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("kolo %s: needs at least one tensor" % what)
+    return tensors
+
+
+def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, postscale_factor,
+                             process_set):
+    _check_process_set(process_set)
+    tensors = _as_tensor_list(tensors, "grouped_allreduce")
+    handle, names = _grouped_names("allreduce", name, len(tensors))
+    for t, n in zip(tensors, names):
+        _check_tensor(t, "grouped_allreduce '%s'" % n)
+    inputs = [_contiguous(t) for t in tensors]
+    if in_place:
+        outputs = inputs
+    else:
+        outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in inputs]
+    keep = (tensors, inputs, outputs)
+    handles = _submit_all(
+        [_allreduce_args(n, i, o, op, prescale_factor, postscale_factor)
+         for n, i, o in zip(names, inputs, outputs)], keep)
+    if in_place:
+        steps = [_finish_in_place(t, b) for t, b in zip(tensors, inputs)]
+        finish = lambda: tuple(step() for step in steps)  # noqa: E731
+    else:
+        finish = lambda: tuple(outputs)  # noqa: E731
+    return _register(handle, handles, keep, finish)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None,
+                            prescale_factor=1.0, postscale_factor=1.0,
+                            process_set=global_process_set):
+    """Starts reducing each tensor of ``tensors`` over all ranks into new tensors. Submitted as
+    one operation per tensor, named ``<name>.0``, ``<name>.1``, ... Arguments as
+    allreduce_async. synchronize() returns a tuple of tensors."""
+    op = _resolve_op(op, average)
+    return _grouped_allreduce_async(tensors, False, op, name, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None,
+                             prescale_factor=1.0, postscale_factor=1.0,
+                             process_set=global_process_set):
+    """As grouped_allreduce_async, in place."""
+    op = _resolve_op(op, average)
+    return _grouped_allreduce_async(tensors, True, op, name, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None,
+                       prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=global_process_set):
+    """Reduces each tensor of ``tensors`` in place over all ranks; returns them."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+class HorovodGroupedAllreduce(torch.autograd.Function):
+    """Grouped allreduce as an autograd function."""
+
+    @staticmethod
+    def forward(ctx, average, name, op, prescale_factor, postscale_factor, process_set,
+                *tensors):
+        ctx.op = _resolve_op(op, average)
+        ctx.prescale_factor = prescale_factor
+        ctx.postscale_factor = postscale_factor
+        ctx.process_set = process_set
+        return synchronize(grouped_allreduce_async(list(tensors), None, name, ctx.op,
+                                                   prescale_factor, postscale_factor,
+                                                   process_set))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = grouped_allreduce(list(grad_output), op=ctx.op,
+                                  prescale_factor=ctx.prescale_factor,
+                                  postscale_factor=ctx.postscale_factor,
+                                  process_set=ctx.process_set)
+        return (None, None, None, None, None, None) + tuple(grads)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set):
+    """Reduces each tensor of ``tensors`` over all ranks; returns a list of new tensors.
+    Differentiable. Arguments as allreduce."""
+    op = _resolve_op(op, average)
+    tensors = _as_tensor_list(tensors, "grouped_allreduce")
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
+    reduced = HorovodGroupedAllreduce.apply(None, name, op, prescale_factor, postscale_factor,
+                                            process_set, *compressed)
+    return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+
+
+# ---- sparse allreduce (allgather of indices and values) -------------------------------------
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Starts reducing a sparse COO tensor by all-gathering its indices and values. Returns a
+    callable that waits and returns the reduced sparse tensor (as Horovod does)."""
+    _check_process_set(process_set)
+    t = tensor.coalesce()
+    indices_handle = allgather_async(t.indices().transpose(0, 1).contiguous(),
+                                     name=None if name is None else "%s.indices" % name)
+    values_handle = allgather_async(t.values(),
+                                    name=None if name is None else "%s.values" % name)
+
+    def handle():
+        values = synchronize(values_handle)
+        indices = synchronize(indices_handle)
+        if op == Average:
+            values = values / size()
+        if indices.dim() == 0 or values.dim() == 0:
+            return t.new().resize_as_(t)
+        return torch.sparse_coo_tensor(indices.transpose(0, 1), values, t.size(),
+                                       dtype=t.dtype, device=t.device)
+
+    return handle
+
+
+# ---- allgather ------------------------------------------------------------------------------
+
+
+def _allgather_result(h, dtype):
+    def finish():
+        out = _dlpack.from_dlpack(h.output())
+        if dtype == torch.bool:
+            out = out.view(torch.bool)
+        return out
+    return finish
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    """Starts concatenating ``tensor`` from every rank along the first dimension (which may
+    differ per rank; the other dimensions and the dtype must match).
+
+    Returns:
+        A handle for poll() and synchronize().
+    """
+    _check_process_set(process_set)
+    handle, full_name = _new_handle("allgather", name)
+    _check_tensor(tensor, "allgather '%s'" % full_name)
+    inp = _contiguous(tensor)
+    h = _submit(_k.allgather_async, full_name, _capsule(inp), _DTYPES[inp.dtype])
+    return _register(handle, [h], (inp,), _allgather_result(h, inp.dtype))
+
+
+def _allgather_backward(grads, dims, process_set):
+    """Horovod's allgather gradient: average the output gradients over the ranks, then take
+    this rank's rows. ``dims``: this rank's first dimension of each tensor."""
+    reduced = grouped_allreduce(list(grads), op=Average, process_set=process_set)
+    # every rank's first dimensions, one row per rank
+    all_dims = allgather(torch.tensor([dims], dtype=torch.int64), process_set=process_set)
+    offsets = all_dims[:rank()].sum(dim=0) if rank() > 0 else torch.zeros(len(dims),
+                                                                          dtype=torch.int64)
+    return [g.narrow(0, int(offsets[i]), dims[i]) for i, g in enumerate(reduced)]
+
+
+class HorovodAllgather(torch.autograd.Function):
+    """Allgather as an autograd function: the gradient is the average over ranks of the
+    output's gradient, narrowed to this rank's rows (as in Horovod)."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.dim = tensor.shape[0] if tensor.dim() > 0 else 0
+        ctx.process_set = process_set
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (grad,) = _allgather_backward([grad_output], [ctx.dim], ctx.process_set)
+        return grad, None, None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Concatenates ``tensor`` from every rank along the first dimension and returns the result
+    (the input is not modified). Differentiable."""
+    return HorovodAllgather.apply(tensor, name, process_set)
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Starts an allgather of each tensor of ``tensors`` (one operation per tensor, named
+    ``<name>.0``, ...). synchronize() returns a tuple of tensors."""
+    _check_process_set(process_set)
+    tensors = _as_tensor_list(tensors, "grouped_allgather")
+    handle, names = _grouped_names("allgather", name, len(tensors))
+    for t, n in zip(tensors, names):
+        _check_tensor(t, "grouped_allgather '%s'" % n)
+    inputs = [_contiguous(t) for t in tensors]
+    handles = _submit_all([(_k.allgather_async, (n, _capsule(i), _DTYPES[i.dtype]))
+                           for n, i in zip(names, inputs)], inputs)
+    steps = [_allgather_result(h, i.dtype) for h, i in zip(handles, inputs)]
+    return _register(handle, handles, inputs, lambda: tuple(step() for step in steps))
+
+
+class HorovodGroupedAllgather(torch.autograd.Function):
+    """Grouped allgather as an autograd function."""
+
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.dims = [t.shape[0] if t.dim() > 0 else 0 for t in tensors]
+        ctx.process_set = process_set
+        return synchronize(grouped_allgather_async(list(tensors), name, process_set))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = _allgather_backward(grad_output, ctx.dims, ctx.process_set)
+        return (None, None) + tuple(grads)
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """Allgathers each tensor of ``tensors``; returns a list of tensors. Differentiable."""
+    tensors = _as_tensor_list(tensors, "grouped_allgather")
+    return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
+
+
+# ---- broadcast ------------------------------------------------------------------------------
+
+
+def _broadcast_args(name, inp, out, root_rank):
+    cin = _capsule(inp)
+    cout = cin if out is inp else _capsule(out)
+    return (_k.broadcast_async, (name, cin, cout, _DTYPES[inp.dtype], int(root_rank)))
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts broadcasting ``root_rank``'s ``tensor`` into a new tensor on every rank; the
+    input is not modified.
+
+    Returns:
+        A handle for poll() and synchronize().
+    """
+    _check_process_set(process_set)
+    handle, full_name = _new_handle("broadcast", name)
+    _check_tensor(tensor, "broadcast '%s'" % full_name)
+    inp = _contiguous(tensor)
+    out = torch.empty_like(inp, memory_format=torch.contiguous_format)
+    fn, args = _broadcast_args(full_name, inp, out, root_rank)
+    h = _submit(fn, *args)
+    return _register(handle, [h], (inp, out), lambda: out)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts broadcasting ``root_rank``'s ``tensor`` into ``tensor`` on every rank (in place).
+
+    Returns:
+        A handle for poll() and synchronize(); synchronize() returns ``tensor``.
+    """
+    _check_process_set(process_set)
+    handle, full_name = _new_handle("broadcast", name)
+    _check_tensor(tensor, "broadcast '%s'" % full_name)
+    buf = _contiguous(tensor)
+    fn, args = _broadcast_args(full_name, buf, buf, root_rank)
+    h = _submit(fn, *args)
+    return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Broadcasts ``root_rank``'s ``tensor`` into ``tensor`` on every rank; returns it."""
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+class HorovodBroadcast(torch.autograd.Function):
+    """Broadcast as an autograd function: the gradient is the average over ranks of the
+    output's gradient on the root rank, and zero elsewhere (as in Horovod)."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank = root_rank
+        ctx.process_set = process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        if rank() != ctx.root_rank:
+            grad = torch.zeros_like(grad)
+        return grad, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Returns ``root_rank``'s ``tensor`` on every rank, in a new tensor (the input is not
+    modified). Differentiable."""
+    return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
