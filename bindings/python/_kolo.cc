@@ -5,6 +5,7 @@
 #include <dlpack/dlpack.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -64,7 +65,10 @@ TensorView View(const py::capsule& capsule, kolo_dtype_t dtype, const std::strin
   }
   TensorView v;
   v.shape.assign(t.shape, t.shape + t.ndim);
-  if (t.strides) {  // NULL strides mean compact row-major
+  const bool empty = std::find(v.shape.begin(), v.shape.end(), 0) != v.shape.end();
+  // NULL strides mean compact row-major; an empty tensor has no layout to check (torch 1.13
+  // exports made-up strides for it, e.g. [1,1] for shape [0,3]).
+  if (t.strides && !empty) {
     int64_t expected = 1;
     for (int i = t.ndim - 1; i >= 0; --i) {
       if (t.shape[i] != 1 && t.strides[i] != expected) {
