@@ -15,6 +15,14 @@ Status Communicator::Allreduce(const void*, void*, size_t, DataType, ReduceOp) {
 Status Communicator::Allgatherv(const void*, size_t, void*, const std::vector<size_t>&) {
   return NoNative("Allgatherv");
 }
+Status Communicator::ReduceScatter(const void*, void*, const std::vector<size_t>&, DataType,
+                                   ReduceOp) {
+  return NoNative("ReduceScatter");
+}
+Status Communicator::Alltoallv(const void*, const std::vector<size_t>&, void*,
+                               const std::vector<size_t>&) {
+  return NoNative("Alltoallv");
+}
 Status Communicator::Broadcast(void*, size_t, int) { return NoNative("Broadcast"); }
 Status Communicator::Barrier() { return NoNative("Barrier"); }
 Status Communicator::GatherBytes(const std::string&, std::vector<std::string>*, int) {

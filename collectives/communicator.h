@@ -39,6 +39,16 @@ class Communicator {
   // all contributions concatenated in rank order.
   virtual Status Allgatherv(const void* send, size_t send_bytes, void* recv,
                             const std::vector<size_t>& recv_bytes);
+  // Reduce-scatter: every rank contributes sum(counts) elements; rank r receives in `recv` the
+  // reduction of elements [sum(counts[0..r)), +counts[r]) of every rank. `op` as Allreduce;
+  // send and recv do not overlap.
+  virtual Status ReduceScatter(const void* send, void* recv, const std::vector<size_t>& counts,
+                               DataType dtype, ReduceOp op);
+  // All-to-all, in bytes: this rank sends send_bytes[q] bytes (consecutive blocks of `send`, in
+  // rank order) to rank q, and receives recv_bytes[q] bytes from rank q into consecutive blocks
+  // of `recv`, in rank order. send and recv do not overlap.
+  virtual Status Alltoallv(const void* send, const std::vector<size_t>& send_bytes, void* recv,
+                           const std::vector<size_t>& recv_bytes);
   // `root`'s buffer of `bytes` bytes is copied to every rank's buffer.
   virtual Status Broadcast(void* buffer, size_t bytes, int root);
   virtual Status Barrier();

@@ -100,10 +100,12 @@ bool SameTrailingDims(const Request& a, const Request& b) {
 }
 
 bool Always(OpType) { return true; }
-bool IsAllreduce(OpType op) { return op == OpType::kAllreduce; }
+// Ops that reduce (reduce op and scale factors must match).
+bool Reduces(OpType op) { return op == OpType::kAllreduce || op == OpType::kReducescatter; }
 bool IsBroadcast(OpType op) { return op == OpType::kBroadcast; }
-bool IsAllgather(OpType op) { return op == OpType::kAllgather; }
-bool NotAllgather(OpType op) { return op != OpType::kAllgather; }
+// Ops whose first dimension may differ per rank.
+bool FirstDimFree(OpType op) { return op == OpType::kAllgather || op == OpType::kAlltoall; }
+bool WholeShape(OpType op) { return !FirstDimFree(op); }
 
 const Field kFields[] = {
     {"operation", Always, [](const Request& a, const Request& b) { return a.op == b.op; },
@@ -115,21 +117,21 @@ const Field kFields[] = {
     {"device", Always, [](const Request& a, const Request& b) { return a.device == b.device; },
      [](const Request& r) { return Device(r.device); },
      [](const Request& r) { return Device(r.device); }},
-    {"shape", NotAllgather, [](const Request& a, const Request& b) { return a.shape == b.shape; },
+    {"shape", WholeShape, [](const Request& a, const Request& b) { return a.shape == b.shape; },
      [](const Request& r) { return ShapeString(r.shape); },
      [](const Request& r) { return ShapeString(r.shape); }},
-    {"shape (all but the first dimension)", IsAllgather, SameTrailingDims,
+    {"shape (all but the first dimension)", FirstDimFree, SameTrailingDims,
      [](const Request& r) { return TrailingDims(r.shape); },
      [](const Request& r) { return ShapeString(r.shape); }},
-    {"reduce op", IsAllreduce,
+    {"reduce op", Reduces,
      [](const Request& a, const Request& b) { return a.reduce_op == b.reduce_op; },
      [](const Request& r) { return std::string(ReduceOpName(r.reduce_op)); },
      [](const Request& r) { return std::string(ReduceOpName(r.reduce_op)); }},
-    {"prescale factor", IsAllreduce,
+    {"prescale factor", Reduces,
      [](const Request& a, const Request& b) { return a.prescale == b.prescale; },
      [](const Request& r) { return Scale(r.prescale); },
      [](const Request& r) { return Scale(r.prescale); }},
-    {"postscale factor", IsAllreduce,
+    {"postscale factor", Reduces,
      [](const Request& a, const Request& b) { return a.postscale == b.postscale; },
      [](const Request& r) { return Scale(r.postscale); },
      [](const Request& r) { return Scale(r.postscale); }},
@@ -168,6 +170,38 @@ std::string FindMismatch(const std::vector<Request>& by_rank) {
              (groups[g].size() == 1 ? " has " : " have ") + f.show(by_rank[groups[g][0]]);
     }
     return msg;
+  }
+  return "";
+}
+
+// Every rank's splits as a size x size matrix (row q: rows q sends to each rank), or why not:
+// a rank's splits that do not cover its first dimension (a peer that skipped the submission
+// check), or a received output too large.
+std::string AlltoallSplits(const std::vector<Request>& by_rank, std::vector<int64_t>* matrix) {
+  const size_t n = by_rank.size();
+  const std::string what = "alltoall '" + by_rank.front().name + "': ";
+  matrix->clear();
+  for (const Request& r : by_rank) {
+    const int64_t rows = r.shape.empty() ? 0 : r.shape[0];
+    int64_t sum = 0;
+    bool ok = r.splits.size() == n && !r.shape.empty();
+    for (int64_t v : r.splits) ok = ok && v >= 0 && !__builtin_add_overflow(sum, v, &sum);
+    if (!ok || sum != rows) {
+      return what + "rank " + std::to_string(r.rank) + "'s splits do not cover its first " +
+             "dimension " + std::to_string(rows) + " in " + std::to_string(n) + " entries";
+    }
+    matrix->insert(matrix->end(), r.splits.begin(), r.splits.end());
+  }
+  for (size_t dst = 0; dst < n; ++dst) {
+    int64_t rows = 0;
+    bool ok = true;
+    for (size_t q = 0; q < n; ++q) ok = ok && !__builtin_add_overflow(rows, (*matrix)[q * n + dst], &rows);
+    std::vector<int64_t> shape = by_rank.front().shape;
+    shape[0] = rows;
+    int64_t bytes = 0;
+    if (!ok || !ShapeBytes(shape, by_rank.front().dtype, &bytes)) {
+      return what + "rank " + std::to_string(dst) + "'s output would be larger than 2^63-1 bytes";
+    }
   }
   return "";
 }
@@ -226,6 +260,28 @@ Response BuildResponse(const std::vector<Request>& by_rank) {
     case OpType::kBroadcast:
       resp.type = ResponseType::kBroadcast;
       resp.root = first.root;
+      break;
+    case OpType::kReducescatter:
+      resp.type = ResponseType::kReducescatter;
+      resp.reduce_op = first.reduce_op;
+      resp.prescale = first.prescale;
+      resp.postscale = first.postscale;
+      resp.counts = {NumElements(first.shape)};
+      break;
+    case OpType::kAlltoall: {
+      std::string why_not = AlltoallSplits(by_rank, &resp.splits);
+      if (!why_not.empty()) {
+        resp.type = ResponseType::kError;
+        resp.error_code = StatusCode::kInvalidArgument;
+        resp.error = std::move(why_not);
+        resp.splits.clear();
+      } else {
+        resp.type = ResponseType::kAlltoall;
+      }
+      break;
+    }
+    case OpType::kBarrier:
+      resp.type = ResponseType::kBarrier;
       break;
   }
   return resp;

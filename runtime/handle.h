@@ -14,13 +14,15 @@
 
 namespace kolo {
 
-// Memory kolo allocates for an output whose size is known only after negotiation (allgather).
+// Memory kolo allocates for an output whose size is known only after negotiation (allgather,
+// reducescatter, alltoall).
 struct OutputBuffer {
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<void, Free> data;
   std::vector<int64_t> shape;
+  std::vector<int64_t> splits;  // alltoall: rows received from each rank
 };
 
 class Handle {

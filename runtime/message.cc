@@ -7,6 +7,9 @@ std::string_view OpTypeName(OpType op) {
     case OpType::kAllreduce: return "allreduce";
     case OpType::kAllgather: return "allgather";
     case OpType::kBroadcast: return "broadcast";
+    case OpType::kReducescatter: return "reducescatter";
+    case OpType::kAlltoall: return "alltoall";
+    case OpType::kBarrier: return "barrier";
   }
   return "invalid-op";
 }

@@ -13,7 +13,15 @@
 
 namespace kolo {
 
-enum class OpType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2 };
+enum class OpType : uint8_t {
+  kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kReducescatter = 3,
+  kAlltoall = 4,
+  kBarrier = 5,
+};
+constexpr int kMaxOpType = 5;
 std::string_view OpTypeName(OpType op);  // "allreduce", ...
 
 // One rank's readiness of one named tensor, with everything the other ranks must agree on.
@@ -23,10 +31,11 @@ struct Request {
   std::string name;
   DataType dtype = DataType::kFloat32;
   std::vector<int64_t> shape;
-  ReduceOp reduce_op = ReduceOp::kSum;  // allreduce only
+  ReduceOp reduce_op = ReduceOp::kSum;  // allreduce, reducescatter
   int32_t root = 0;                     // broadcast only
-  double prescale = 1.0;                // allreduce only
-  double postscale = 1.0;               // allreduce only
+  double prescale = 1.0;                // allreduce, reducescatter
+  double postscale = 1.0;               // allreduce, reducescatter
+  std::vector<int64_t> splits;          // alltoall: rows sent to each rank (size entries)
   int32_t device = -1;                  // -1 = host memory
   // Non-empty: this rank refused the submission locally (its caller got this error at once);
   // the Request still goes to the coordinator so the other ranks get an error, not a hang.
@@ -38,7 +47,16 @@ struct RequestList {
   bool shutdown = false;  // this rank is shutting down
 };
 
-enum class ResponseType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kError = 3 };
+enum class ResponseType : uint8_t {
+  kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kError = 3,
+  kReducescatter = 4,
+  kAlltoall = 5,
+  kBarrier = 6,
+};
+constexpr int kMaxResponseType = 6;
 
 // An operation every rank executes, in the order of the ResponseList. An allreduce Response
 // may name several tensors: they are fused. An error Response completes its tensors' handles
@@ -56,6 +74,8 @@ struct Response {
   int32_t device = -1;
   std::vector<int64_t> counts;      // allreduce: elements per name, same order as names
   std::vector<int64_t> first_dims;  // allgather: first dimension of each rank's input
+  // alltoall: every rank's splits, size x size row-major (row q: rows q sends to each rank).
+  std::vector<int64_t> splits;
 };
 
 struct ResponseList {

@@ -6,6 +6,7 @@
 
 #include "base/logging.h"
 #include "fusion/planner.h"
+#include "runtime/operations.h"
 
 namespace kolo {
 
@@ -47,9 +48,16 @@ Status Validate(const Submission& s, int size) {
                                 std::string(DataTypeName(s.dtype)) +
                                 " is larger than 2^63-1 bytes");
   }
+  const bool barrier_name = s.name.rfind(kBarrierPrefix, 0) == 0;
+  if (barrier_name != (s.op == OpType::kBarrier)) {
+    return InvalidArgumentError(Describe(s) + ": names starting with '" + kBarrierPrefix +
+                                "' are reserved for barriers");
+  }
   const int64_t count = NumElements(s.shape);
+  const bool kolo_allocates = s.op == OpType::kAllgather || s.op == OpType::kReducescatter ||
+                              s.op == OpType::kAlltoall;
   if (count > 0 && !s.input) return InvalidArgumentError(Describe(s) + ": input is NULL");
-  if (count > 0 && s.op != OpType::kAllgather && !s.output) {
+  if (count > 0 && !kolo_allocates && !s.output) {
     return InvalidArgumentError(Describe(s) + ": output is NULL");
   }
   switch (s.op) {
@@ -78,6 +86,10 @@ Status Validate(const Submission& s, int size) {
                                     " is outside [0, " + std::to_string(size) + ")");
       }
       break;
+    case OpType::kReducescatter:
+    case OpType::kAlltoall:
+    case OpType::kBarrier:
+      return ValidateOperation(s, size);
   }
   return Status::OK();
 }
@@ -97,6 +109,7 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   r.prescale = s.prescale;
   r.postscale = s.postscale;
   Status valid = Validate(s, layout_.size);
+  if (valid.ok() && s.op == OpType::kAlltoall) r.splits = ResolvedSplits(s, layout_.size);
   if (!valid.ok()) {
     // The peers have submitted or will submit this name too: tell the coordinator, so they
     // get an error instead of waiting for this rank forever. A nameless one cannot be matched.
@@ -234,6 +247,17 @@ void Runtime::Execute(const Response& response) {
     case ResponseType::kBroadcast:
       Finish(entries[0], ExecuteBroadcast(response, entries[0]));
       return;
+    case ResponseType::kReducescatter:
+      Finish(entries[0], ExecuteReducescatter(response, entries[0]));
+      return;
+    case ResponseType::kAlltoall:
+      Finish(entries[0], ExecuteAlltoall(response, entries[0]));
+      return;
+    case ResponseType::kBarrier: {
+      Status s = data_->Barrier();
+      Finish(entries[0], s.ok() ? s : s.AddContext("barrier"));
+      return;
+    }
   }
 }
 

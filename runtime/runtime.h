@@ -30,7 +30,8 @@ struct RankLayout {
   int cross_rank = 0, cross_size = 1;
 };
 
-// What a caller submits; `output` is ignored for allgather (kolo allocates it).
+// What a caller submits; `output` is ignored for allgather, reducescatter and alltoall (kolo
+// allocates it), `splits` is read by alltoall only (empty: equal split).
 struct Submission {
   OpType op = OpType::kAllreduce;
   std::string name;
@@ -42,6 +43,7 @@ struct Submission {
   int root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  std::vector<int64_t> splits;
 };
 
 class Runtime {
@@ -60,6 +62,10 @@ class Runtime {
   // announced to the coordinator, which fails that name on every other rank ("rank r refused
   // it: ..."), so no peer waits for it.
   StatusOr<std::shared_ptr<Handle>> Enqueue(const Submission& s);
+  // Blocks until every rank has entered Barrier(): a negotiated operation under the reserved
+  // name "__kolo_barrier.<n>" (n counts this rank's barriers), so it is ordered with the
+  // others. One thread per rank at a time.
+  Status Barrier();
   // Asks every rank to stop, waits for the background thread, fails what is still pending.
   void Shutdown();
 
@@ -74,6 +80,9 @@ class Runtime {
   void ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries);
   Status ExecuteAllgather(const Response& response, TensorEntry& entry);
   Status ExecuteBroadcast(const Response& response, TensorEntry& entry);
+  // runtime/operations.cc
+  Status ExecuteReducescatter(const Response& response, TensorEntry& entry);
+  Status ExecuteAlltoall(const Response& response, TensorEntry& entry);
   void FailAll(const Status& status);
   // Frees the entry's name, then completes its handle: once a caller sees completion, the name
   // can be submitted again.
@@ -96,7 +105,11 @@ class Runtime {
   std::atomic<bool> work_arrived_{false};
   std::thread thread_;
   std::atomic<bool> running_{false};
+  std::atomic<uint64_t> barriers_{0};
 };
+
+// The reserved name prefix of Runtime::Barrier; refused for every other operation.
+inline constexpr char kBarrierPrefix[] = "__kolo_barrier.";
 
 }  // namespace kolo
 

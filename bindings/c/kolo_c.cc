@@ -32,8 +32,9 @@ kolo_status_t Fail(const kolo::Status& s) {
   return static_cast<kolo_status_t>(s.code());
 }
 
+// `splits` (alltoall): NULL, or one entry per rank, copied once the size is known.
 kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
-                     kolo_handle_t* handle) {
+                     kolo_handle_t* handle, const int64_t* splits = nullptr) {
   g_last_error.clear();
   if (!handle) return Fail(kolo::InvalidArgumentError("handle pointer is NULL"));
   *handle = nullptr;
@@ -53,6 +54,7 @@ kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
     return Fail(kolo::FailedPreconditionError(std::string(kolo::OpTypeName(sub.op)) + " '" +
                                               sub.name + "': kolo is not initialized"));
   }
+  if (splits) sub.splits.assign(splits, splits + runtime->layout().size);
   auto h = runtime->Enqueue(sub);
   if (!h.ok()) return Fail(h.status());
   *handle = new kolo_handle_s{std::move(h).value()};
@@ -177,6 +179,46 @@ kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* ou
   return Submit(std::move(sub), ndim, shape, handle);
 }
 
+kolo_status_t kolo_reducescatter_async(const char* name, const void* input, kolo_dtype_t dtype,
+                                       int ndim, const int64_t* shape, kolo_reduce_op_t op,
+                                       double prescale_factor, double postscale_factor,
+                                       kolo_handle_t* handle) {
+  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  if (!kolo::IsValidReduceOp(op)) {
+    return Fail(kolo::InvalidArgumentError(std::string("reducescatter '") + (name ? name : "") +
+                                           "': unknown reduce op " + std::to_string(int(op))));
+  }
+  kolo::Submission sub;
+  sub.op = kolo::OpType::kReducescatter;
+  sub.name = name ? name : "";
+  sub.input = input;
+  sub.dtype = static_cast<kolo::DataType>(dtype);
+  sub.reduce_op = static_cast<kolo::ReduceOp>(op);
+  sub.prescale = prescale_factor;
+  sub.postscale = postscale_factor;
+  return Submit(std::move(sub), ndim, shape, handle);
+}
+
+kolo_status_t kolo_alltoall_async(const char* name, const void* input, kolo_dtype_t dtype,
+                                  int ndim, const int64_t* shape, const int64_t* splits,
+                                  kolo_handle_t* handle) {
+  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  kolo::Submission sub;
+  sub.op = kolo::OpType::kAlltoall;
+  sub.name = name ? name : "";
+  sub.input = input;
+  sub.dtype = static_cast<kolo::DataType>(dtype);
+  return Submit(std::move(sub), ndim, shape, handle, splits);
+}
+
+kolo_status_t kolo_barrier(void) {
+  g_last_error.clear();
+  auto runtime = CurrentRuntime();
+  if (!runtime) return Fail(kolo::FailedPreconditionError("barrier: kolo is not initialized"));
+  kolo::Status s = runtime->Barrier();
+  return s.ok() ? KOLO_SUCCESS : Fail(s);
+}
+
 int kolo_poll(kolo_handle_t handle) { return handle && handle->handle->Poll() ? 1 : 0; }
 
 kolo_status_t kolo_wait(kolo_handle_t handle) {
@@ -205,6 +247,16 @@ kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int* n
   *data = h.output().data.get();
   *ndim = static_cast<int>(h.output().shape.size());
   std::memcpy(shape, h.output().shape.data(), sizeof(int64_t) * h.output().shape.size());
+  return KOLO_SUCCESS;
+}
+
+kolo_status_t kolo_handle_received_splits(kolo_handle_t handle, int64_t* splits) {
+  if (!handle || !splits) return KOLO_ERR_INVALID_ARGUMENT;
+  kolo::Handle& h = *handle->handle;
+  if (!h.Poll() || !h.status().ok() || h.output().splits.empty()) {
+    return KOLO_ERR_FAILED_PRECONDITION;
+  }
+  std::memcpy(splits, h.output().splits.data(), sizeof(int64_t) * h.output().splits.size());
   return KOLO_SUCCESS;
 }
 

@@ -135,6 +135,72 @@ Status LoopbackCommunicator::Allgatherv(const void* send, size_t send_bytes, voi
       "Allgatherv");
 }
 
+Status LoopbackCommunicator::ReduceScatter(const void* send, void* recv,
+                                           const std::vector<size_t>& counts, DataType dtype,
+                                           ReduceOp op) {
+  if (counts.size() != static_cast<size_t>(Size())) {
+    return InvalidArgumentError("loopback ReduceScatter: counts do not match");
+  }
+  const size_t esize = DataTypeSize(dtype);
+  size_t offset = 0;
+  for (int r = 0; r < rank_; ++r) offset += counts[r];
+  const size_t mine = counts[rank_];
+  // Rank r reduces only its own block, from every rank's contribution, in rank order.
+  std::string result(mine * esize, '\0');
+  Status reduce_status;
+  KOLO_RETURN_IF_ERROR(world_->Exchange(
+      rank_, send,
+      [&](const std::vector<const void*>& posts) {
+        if (!mine) return;
+        std::memcpy(result.data(), static_cast<const char*>(posts[0]) + offset * esize,
+                    mine * esize);
+        for (size_t r = 1; r < posts.size() && reduce_status.ok(); ++r) {
+          reduce_status = ReduceInto(result.data(),
+                                     static_cast<const char*>(posts[r]) + offset * esize, mine,
+                                     dtype, op);
+        }
+      },
+      "ReduceScatter"));
+  KOLO_RETURN_IF_ERROR(reduce_status);
+  if (mine) std::memcpy(recv, result.data(), mine * esize);
+  return Status::OK();
+}
+
+Status LoopbackCommunicator::Alltoallv(const void* send, const std::vector<size_t>& send_bytes,
+                                       void* recv, const std::vector<size_t>& recv_bytes) {
+  const size_t n = static_cast<size_t>(Size());
+  if (send_bytes.size() != n || recv_bytes.size() != n) {
+    return InvalidArgumentError("loopback Alltoallv: counts do not match");
+  }
+  struct Post {
+    const char* data;
+    const std::vector<size_t>* bytes;
+  };
+  const Post mine{static_cast<const char*>(send), &send_bytes};
+  Status status;
+  KOLO_RETURN_IF_ERROR(world_->Exchange(
+      rank_, &mine,
+      [&](const std::vector<const void*>& posts) {
+        size_t out = 0;
+        for (size_t q = 0; q < n && status.ok(); ++q) {
+          const Post& p = *static_cast<const Post*>(posts[q]);
+          size_t off = 0;
+          for (int r = 0; r < rank_; ++r) off += (*p.bytes)[r];
+          if ((*p.bytes)[rank_] != recv_bytes[q]) {
+            status = InternalError("loopback Alltoallv: rank " + std::to_string(q) + " sends " +
+                                   std::to_string((*p.bytes)[rank_]) + " bytes, rank " +
+                                   std::to_string(rank_) + " expects " +
+                                   std::to_string(recv_bytes[q]));
+            break;
+          }
+          if (recv_bytes[q]) std::memcpy(static_cast<char*>(recv) + out, p.data + off, recv_bytes[q]);
+          out += recv_bytes[q];
+        }
+      },
+      "Alltoallv"));
+  return status;
+}
+
 Status LoopbackCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
   std::string copy;
   KOLO_RETURN_IF_ERROR(world_->Exchange(

@@ -65,6 +65,10 @@ class LoopbackCommunicator : public Communicator {
                    ReduceOp op) override;
   Status Allgatherv(const void* send, size_t send_bytes, void* recv,
                     const std::vector<size_t>& recv_bytes) override;
+  Status ReduceScatter(const void* send, void* recv, const std::vector<size_t>& counts,
+                       DataType dtype, ReduceOp op) override;
+  Status Alltoallv(const void* send, const std::vector<size_t>& send_bytes, void* recv,
+                   const std::vector<size_t>& recv_bytes) override;
   Status Broadcast(void* buffer, size_t bytes, int root) override;
   Status Barrier() override;
   Status GatherBytes(const std::string& mine, std::vector<std::string>* all, int root) override;

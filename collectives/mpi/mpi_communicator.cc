@@ -7,7 +7,9 @@
 #include <thread>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <new>
 
 #include "collectives/mpi/mpi_call.h"
 #include "collectives/reduce.h"
@@ -224,6 +226,93 @@ Status MpiCommunicator::Allgatherv(const void* send, size_t send_bytes, void* re
     if (r == rank_ && send_bytes) std::memmove(block, send, send_bytes);
     KOLO_RETURN_IF_ERROR(Broadcast(block, recv_bytes[r], r));
     off += recv_bytes[r];
+  }
+  return Status::OK();
+}
+
+Status MpiCommunicator::ReduceScatter(const void* send, void* recv,
+                                      const std::vector<size_t>& counts, DataType dtype,
+                                      ReduceOp op) {
+  if (counts.size() != static_cast<size_t>(size_)) {
+    return InvalidArgumentError("ReduceScatter: " + std::to_string(counts.size()) +
+                                " counts for " + std::to_string(size_) + " ranks");
+  }
+  MPI_Datatype type;
+  MPI_Op mpi_op;
+  KOLO_RETURN_IF_ERROR(MpiTypeFor(dtype, &type));
+  KOLO_RETURN_IF_ERROR(MpiOpFor(dtype, op, &mpi_op));
+  const size_t esize = DataTypeSize(dtype);
+  size_t total = 0, offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) offset = total;
+    total += counts[r];
+  }
+  if (total <= INT_MAX) {
+    // Every count fits an int, and so does every displacement MPI computes internally.
+    std::vector<int> n(size_);
+    for (int r = 0; r < size_; ++r) n[r] = static_cast<int>(counts[r]);
+    KOLO_MPI_CALL(MPI_Reduce_scatter(send, recv, n.data(), type, mpi_op, comm_));
+    return Status::OK();
+  }
+  // Beyond int counts: an all-reduce of the whole buffer (cut into pieces by Allreduce) into a
+  // scratch buffer, of which this rank keeps its block. Twice the bytes on the wire of a real
+  // reduce-scatter, but only for tensors over 2^31 elements.
+  std::unique_ptr<char[]> scratch(new (std::nothrow) char[total * esize]);
+  if (!scratch) {
+    return ResourceExhaustedError("ReduceScatter: cannot allocate " +
+                                  std::to_string(total * esize) + " scratch bytes");
+  }
+  KOLO_RETURN_IF_ERROR(Allreduce(send, scratch.get(), total, dtype, op));
+  if (counts[rank_]) std::memcpy(recv, scratch.get() + offset * esize, counts[rank_] * esize);
+  return Status::OK();
+}
+
+Status MpiCommunicator::Alltoallv(const void* send, const std::vector<size_t>& send_bytes,
+                                  void* recv, const std::vector<size_t>& recv_bytes) {
+  if (send_bytes.size() != static_cast<size_t>(size_) ||
+      recv_bytes.size() != static_cast<size_t>(size_)) {
+    return InvalidArgumentError("Alltoallv: counts for " + std::to_string(send_bytes.size()) +
+                                "/" + std::to_string(recv_bytes.size()) + " ranks, not " +
+                                std::to_string(size_));
+  }
+  std::vector<size_t> send_off(size_), recv_off(size_);
+  size_t send_total = 0, recv_total = 0;
+  for (int r = 0; r < size_; ++r) {
+    send_off[r] = send_total;
+    recv_off[r] = recv_total;
+    send_total += send_bytes[r];
+    recv_total += recv_bytes[r];
+  }
+  if (send_total <= INT_MAX && recv_total <= INT_MAX) {
+    std::vector<int> sc(size_), sd(size_), rc(size_), rd(size_);
+    for (int r = 0; r < size_; ++r) {
+      sc[r] = static_cast<int>(send_bytes[r]);
+      sd[r] = static_cast<int>(send_off[r]);
+      rc[r] = static_cast<int>(recv_bytes[r]);
+      rd[r] = static_cast<int>(recv_off[r]);
+    }
+    KOLO_MPI_CALL(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(),
+                                rd.data(), MPI_BYTE, comm_));
+    return Status::OK();
+  }
+  // Beyond int counts: pairwise exchanges (step s: send to rank+s, receive from rank-s), each
+  // cut into INT_MAX-byte pieces by SendRecv.
+  constexpr int kTag = 0x6b61;
+  for (int s = 0; s < size_; ++s) {
+    const int dst = (rank_ + s) % size_, src = (rank_ - s + size_) % size_;
+    const char* out = static_cast<const char*>(send) + send_off[dst];
+    char* in = static_cast<char*>(recv) + recv_off[src];
+    if (s == 0) {
+      if (send_bytes[dst] != recv_bytes[src]) {
+        return InvalidArgumentError("Alltoallv: this rank sends itself " +
+                                    std::to_string(send_bytes[dst]) + " bytes but expects " +
+                                    std::to_string(recv_bytes[src]));
+      }
+      if (send_bytes[dst]) std::memcpy(in, out, send_bytes[dst]);
+      continue;
+    }
+    KOLO_RETURN_IF_ERROR(SendRecv(out, send_bytes[dst], dst, in, recv_bytes[src], src, kTag)
+                             .AddContext("Alltoallv step " + std::to_string(s)));
   }
   return Status::OK();
 }

@@ -10,7 +10,7 @@ namespace fb = ::flatbuffers;
 constexpr char kRequestId[] = "KRQ1";
 constexpr char kResponseId[] = "KRS1";
 
-// `kind` is an OpType (max 2) or a ResponseType (max 3) value.
+// `kind` is an OpType or a ResponseType value.
 Status CheckEnums(int kind, int max_kind, int dtype, int reduce_op, const char* what) {
   if (kind < 0 || kind > max_kind || !IsValidDataType(dtype) || !IsValidReduceOp(reduce_op)) {
     return DataLossError(std::string("malformed ") + what + ": enum value out of range");
@@ -32,10 +32,11 @@ std::string EncodeRequestList(const RequestList& list) {
     auto name = b.CreateString(r.name);
     auto shape = b.CreateVector(r.shape);
     auto refused = r.refused.empty() ? 0 : b.CreateString(r.refused);
+    auto splits = r.splits.empty() ? 0 : b.CreateVector(r.splits);
     reqs.push_back(wire::CreateRequest(b, r.rank, static_cast<uint8_t>(r.op), name,
                                        static_cast<uint8_t>(r.dtype), shape,
                                        static_cast<uint8_t>(r.reduce_op), r.root, r.prescale,
-                                       r.postscale, r.device, refused));
+                                       r.postscale, r.device, refused, splits));
   }
   auto vec = b.CreateVector(reqs);
   b.Finish(wire::CreateRequestList(b, vec, list.shutdown), kRequestId);
@@ -54,8 +55,7 @@ StatusOr<RequestList> DecodeRequestList(const std::string& bytes) {
   out.shutdown = root->shutdown();
   if (root->requests()) {
     for (const wire::Request* r : *root->requests()) {
-      KOLO_RETURN_IF_ERROR(CheckEnums(r->op(), 2, r->dtype(), r->reduce_op(),
-                                      "Request"));
+      KOLO_RETURN_IF_ERROR(CheckEnums(r->op(), kMaxOpType, r->dtype(), r->reduce_op(), "Request"));
       Request q;
       q.rank = r->rank();
       q.op = static_cast<OpType>(r->op());
@@ -68,6 +68,7 @@ StatusOr<RequestList> DecodeRequestList(const std::string& bytes) {
       q.postscale = r->postscale();
       q.device = r->device();
       q.refused = r->refused() ? r->refused()->str() : std::string();
+      q.splits = Longs(r->splits());
       out.requests.push_back(std::move(q));
     }
   }
@@ -83,10 +84,11 @@ std::string EncodeResponseList(const ResponseList& list) {
     auto error = b.CreateString(r.error);
     auto counts = b.CreateVector(r.counts);
     auto dims = b.CreateVector(r.first_dims);
+    auto splits = r.splits.empty() ? 0 : b.CreateVector(r.splits);
     resps.push_back(wire::CreateResponse(
         b, static_cast<uint8_t>(r.type), names, static_cast<int>(r.error_code), error,
         static_cast<uint8_t>(r.dtype), static_cast<uint8_t>(r.reduce_op), r.root, r.prescale,
-        r.postscale, r.device, counts, dims));
+        r.postscale, r.device, counts, dims, splits));
   }
   auto vec = b.CreateVector(resps);
   auto fatal = b.CreateString(list.fatal_error);
@@ -109,7 +111,7 @@ StatusOr<ResponseList> DecodeResponseList(const std::string& bytes) {
   out.fatal_error = root->fatal_error() ? root->fatal_error()->str() : std::string();
   if (root->responses()) {
     for (const wire::Response* r : *root->responses()) {
-      KOLO_RETURN_IF_ERROR(CheckEnums(r->type(), 3, r->dtype(), r->reduce_op(), "Response"));
+      KOLO_RETURN_IF_ERROR(CheckEnums(r->type(), kMaxResponseType, r->dtype(), r->reduce_op(), "Response"));
       if (r->error_code() < 0 || r->error_code() > 16) {
         return DataLossError("malformed Response: error code out of range");
       }
@@ -128,6 +130,7 @@ StatusOr<ResponseList> DecodeResponseList(const std::string& bytes) {
       p.device = r->device();
       p.counts = Longs(r->counts());
       p.first_dims = Longs(r->first_dims());
+      p.splits = Longs(r->splits());
       out.responses.push_back(std::move(p));
     }
   }

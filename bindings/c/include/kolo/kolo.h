@@ -180,6 +180,51 @@ KOLO_API kolo_status_t kolo_broadcast_async(const char* name, const void* input,
                                             kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                             int root_rank, kolo_handle_t* handle);
 
+/* Reduce-scatter along the first dimension (Horovod's reducescatter): every rank submits
+ * `input` of the same shape [n, shape[1], ...] (ndim >= 1) and dtype; the element-wise
+ * reduction of all ranks' inputs is split along the first dimension and rank r receives its
+ * share: n / size rows, plus one more on the first n % size ranks (ranks in order; rank r's rows
+ * start after those of ranks 0..r-1). A share may be zero rows.
+ * `op` must be KOLO_OP_SUM or KOLO_OP_AVERAGE (others fail at submission with
+ * KOLO_ERR_INVALID_ARGUMENT); scale factors and Average follow kolo_allreduce_async exactly:
+ * output = postscale * reduce_r(prescale * input_r) [/ size for Average, truncating toward
+ * zero for integer dtypes]; float16/bfloat16 are reduced in float32 and rounded once, at the end.
+ * The output ([share_r, shape[1], ...], same dtype) is allocated by kolo, owned by the handle and
+ * read with kolo_handle_output. The input is never written. Non-blocking; thread safety and
+ * names as every operation. Errors at submission as kolo_allreduce_async (plus a reduce op
+ * other than Sum/Average, Average of bool, ndim 0); a mismatch of dtype, shape, reduce op or
+ * scale factors between ranks fails the handle on every rank with KOLO_ERR_INVALID_ARGUMENT. */
+KOLO_API kolo_status_t kolo_reducescatter_async(const char* name, const void* input,
+                                                kolo_dtype_t dtype, int ndim,
+                                                const int64_t* shape, kolo_reduce_op_t op,
+                                                double prescale_factor, double postscale_factor,
+                                                kolo_handle_t* handle);
+
+/* All-to-all along the first dimension (Horovod's alltoall): rank r submits `input` of shape
+ * [n_r, shape[1], ...] (ndim >= 1) and `splits`, kolo_size() entries >= 0 summing to n_r:
+ * rows [splits[0] + ... + splits[q-1], +splits[q]) go to rank q. splits == NULL means an equal
+ * split (n_r must then be divisible by kolo_size(), else KOLO_ERR_INVALID_ARGUMENT at
+ * submission). Rank r receives from every rank q the rows q sent to r, concatenated in rank
+ * order: the output has shape [sum_q splits_q[r], shape[1], ...]; it is allocated by kolo, owned
+ * by the handle and read with kolo_handle_output, and the rows received from each rank with
+ * kolo_handle_received_splits. `splits` is copied before the call returns; the input is never
+ * written. The first dimension may differ per rank; dtype and the other dimensions must match
+ * (a mismatch fails the handle on every rank with KOLO_ERR_INVALID_ARGUMENT naming the ranks).
+ * Non-blocking. Errors at submission as kolo_allreduce_async plus the splits rules above. */
+KOLO_API kolo_status_t kolo_alltoall_async(const char* name, const void* input,
+                                           kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                           const int64_t* splits, kolo_handle_t* handle);
+
+/* Blocks until every rank has called kolo_barrier. It is negotiated like a named operation (a
+ * reserved internal name; names starting with "__kolo_barrier." are refused for other
+ * operations), so it is ordered with the operations submitted before it on every rank; it does
+ * not wait for their completion. Call it from one thread per rank at a time: the n-th barrier of
+ * a rank matches the n-th of every other rank.
+ * Errors: KOLO_ERR_FAILED_PRECONDITION (not initialised, shut down, or a peer shut down),
+ * KOLO_ERR_UNAVAILABLE / KOLO_ERR_INTERNAL as other operations; the message is in
+ * kolo_last_error(). */
+KOLO_API kolo_status_t kolo_barrier(void);
+
 /* ---- handles ------------------------------------------------------------------------------- */
 
 /* 1 when the operation has completed (successfully or not), 0 otherwise. Non-blocking. */
@@ -196,12 +241,19 @@ KOLO_API kolo_status_t kolo_handle_status(kolo_handle_t handle);
  * owned by the handle and valid until kolo_handle_free. */
 KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
 
-/* The output of a completed kolo_allgather_async: *data points into memory owned by the handle
- * (valid until kolo_handle_free), *ndim and shape[0..*ndim) its shape (shape must hold
- * KOLO_MAX_DIMS). Errors: KOLO_ERR_FAILED_PRECONDITION when the handle is pending, failed, or
- * not an allgather. */
+/* The output of a completed kolo_allgather_async, kolo_reducescatter_async or
+ * kolo_alltoall_async: *data points into memory owned by the handle (valid until
+ * kolo_handle_free; not dereferenceable when the output has zero elements), *ndim and
+ * shape[0..*ndim) its shape (shape must hold KOLO_MAX_DIMS). Errors:
+ * KOLO_ERR_FAILED_PRECONDITION when the handle is pending, failed, or not one of those. */
 KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int* ndim,
                                           int64_t* shape);
+
+/* The rows a completed kolo_alltoall_async received from each rank: splits[0..kolo_size())
+ * (the caller's array of kolo_size() entries). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL
+ * arguments), KOLO_ERR_FAILED_PRECONDITION when the handle is pending, failed or not an
+ * alltoall. */
+KOLO_API kolo_status_t kolo_handle_received_splits(kolo_handle_t handle, int64_t* splits);
 
 /* Releases the handle. May be called before completion: the operation still runs and its
  * buffers must stay valid until it would have completed (use kolo_wait first to know when). */

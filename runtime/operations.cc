@@ -1,0 +1,222 @@
+// reducescatter, alltoall and barrier: submission checks and execution.
+//
+// reducescatter: the reduction of every rank's [n, ...] tensor, cut along the first dimension;
+//   rank r keeps rows [start_r, start_r + share_r), share_r = n / size, plus one for the first
+//   n % size ranks (Horovod 0.28's ReducescatterOp::ComputeOutputShapeForRank). Scaling and
+//   Average follow allreduce exactly: prescale before, Sum on the wire, then Average's division
+//   and postscale (floats: one multiplication by postscale / size; integers: DivideCopy, which
+//   truncates toward zero, then ScaleCopy). float16/bfloat16 are widened to float32 (prescale
+//   applied there), reduced in float32 and rounded to the 16-bit type once, at the end.
+// alltoall: rank r sends rows [sum(splits_r[0..q)), +splits_r[q]) to rank q and receives
+//   from every q the rows q addressed to it, in rank order. The coordinator carries every
+//   rank's splits (a size x size matrix) in the Response; the received splits are column r.
+// barrier: negotiated like any name, then comm.Barrier() in Response order.
+#include "runtime/operations.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "collectives/reduce.h"
+
+namespace kolo {
+namespace {
+
+std::string Describe(const Submission& s) {
+  return std::string(OpTypeName(s.op)) + " '" + s.name + "'";
+}
+
+struct Malloced {
+  std::unique_ptr<void, OutputBuffer::Free> p;
+  explicit Malloced(size_t bytes) : p(std::malloc(bytes ? bytes : 1)) {}
+  char* get() const { return static_cast<char*>(p.get()); }
+};
+
+int64_t RowElements(const std::vector<int64_t>& shape) {
+  int64_t row = 1;
+  for (size_t i = 1; i < shape.size(); ++i) row *= shape[i];
+  return row;
+}
+
+}  // namespace
+
+int64_t ReducescatterShare(int64_t rows, int rank, int size) {
+  return rows / size + (rank < rows % size ? 1 : 0);
+}
+
+Status ValidateOperation(const Submission& s, int size) {
+  switch (s.op) {
+    case OpType::kReducescatter:
+      if (s.shape.empty()) {
+        return InvalidArgumentError(Describe(s) + ": reducescatter needs at least one dimension");
+      }
+      if (s.reduce_op != ReduceOp::kSum && s.reduce_op != ReduceOp::kAverage) {
+        return InvalidArgumentError(Describe(s) + ": reduce op " +
+                                    std::string(ReduceOpName(s.reduce_op)) +
+                                    " is not supported (only sum and average)");
+      }
+      if (s.dtype == DataType::kBool && s.reduce_op == ReduceOp::kAverage) {
+        return InvalidArgumentError(Describe(s) + ": Average is not defined for bool");
+      }
+      if (!std::isfinite(s.prescale) || !std::isfinite(s.postscale)) {
+        return InvalidArgumentError(Describe(s) + ": scale factors must be finite");
+      }
+      if (s.dtype == DataType::kBool && (s.prescale != 1.0 || s.postscale != 1.0)) {
+        return InvalidArgumentError(Describe(s) + ": scale factors must be 1 for bool");
+      }
+      return Status::OK();
+    case OpType::kAlltoall: {
+      if (s.shape.empty()) {
+        return InvalidArgumentError(Describe(s) + ": alltoall needs at least one dimension");
+      }
+      const int64_t rows = s.shape[0];
+      if (s.splits.empty()) {
+        if (rows % size != 0) {
+          return InvalidArgumentError(Describe(s) + ": first dimension " + std::to_string(rows) +
+                                      " is not divisible by " + std::to_string(size) +
+                                      " ranks (give splits)");
+        }
+        return Status::OK();
+      }
+      if (s.splits.size() != static_cast<size_t>(size)) {
+        return InvalidArgumentError(Describe(s) + ": " + std::to_string(s.splits.size()) +
+                                    " splits for " + std::to_string(size) + " ranks");
+      }
+      int64_t sum = 0;
+      for (int64_t v : s.splits) {
+        if (v < 0 || __builtin_add_overflow(sum, v, &sum)) {
+          return InvalidArgumentError(Describe(s) + ": splits " + ShapeString(s.splits) +
+                                      " has a negative entry or overflows");
+        }
+      }
+      if (sum != rows) {
+        return InvalidArgumentError(Describe(s) + ": splits " + ShapeString(s.splits) +
+                                    " sum to " + std::to_string(sum) +
+                                    ", not the first dimension " + std::to_string(rows));
+      }
+      return Status::OK();
+    }
+    case OpType::kBarrier:
+      if (!s.shape.empty() && NumElements(s.shape) != 0) {
+        return InvalidArgumentError(Describe(s) + ": a barrier carries no data");
+      }
+      return Status::OK();
+    default:
+      return Status::OK();
+  }
+}
+
+std::vector<int64_t> ResolvedSplits(const Submission& s, int size) {
+  if (!s.splits.empty()) return s.splits;
+  return std::vector<int64_t>(size, s.shape.empty() ? 0 : s.shape[0] / size);
+}
+
+Status Runtime::ExecuteReducescatter(const Response& response, TensorEntry& entry) {
+  const std::string what = "reducescatter '" + entry.request.name + "'";
+  const std::vector<int64_t>& shape = entry.request.shape;
+  const int size = data_->Size(), rank = data_->Rank();
+  const DataType dtype = response.dtype;
+  const bool half = IsHalf(dtype);
+  const DataType wire = half ? DataType::kFloat32 : dtype;
+  const size_t row = static_cast<size_t>(RowElements(shape));
+  const size_t total = static_cast<size_t>(NumElements(shape));
+  std::vector<size_t> counts(size);
+  for (int r = 0; r < size; ++r) {
+    counts[r] = static_cast<size_t>(ReducescatterShare(shape[0], r, size)) * row;
+  }
+  const size_t mine = counts[rank];
+
+  OutputBuffer out;
+  out.data.reset(std::malloc(mine ? mine * DataTypeSize(dtype) : 1));
+  // Prescaled (or widened) input, and the float32 result of a 16-bit type.
+  const bool scaled = half || response.prescale != 1.0;
+  Malloced send_scratch(scaled ? total * DataTypeSize(wire) : 0);
+  Malloced recv_scratch(half ? mine * sizeof(float) : 0);
+  if (!out.data || !send_scratch.p || !recv_scratch.p) {
+    return ResourceExhaustedError(what + ": cannot allocate the output and scratch buffers");
+  }
+  const void* send = entry.input;
+  if (half) {
+    WidenToFloat32(reinterpret_cast<float*>(send_scratch.get()), entry.input, total, dtype,
+                   static_cast<float>(response.prescale));
+    send = send_scratch.get();
+  } else if (scaled) {
+    KOLO_RETURN_IF_ERROR(
+        ScaleCopy(send_scratch.get(), entry.input, total, dtype, response.prescale)
+            .AddContext(what));
+    send = send_scratch.get();
+  }
+  void* recv = half ? static_cast<void*>(recv_scratch.get()) : out.data.get();
+  const ReduceOp op = response.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum
+                                                               : response.reduce_op;
+  Status s = data_->ReduceScatter(send, recv, counts, wire, op);
+  if (!s.ok()) return s.AddContext(what);
+
+  const bool average = response.reduce_op == ReduceOp::kAverage;
+  const double float_post = average ? response.postscale / size : response.postscale;
+  if (half) {
+    NarrowFromFloat32(out.data.get(), reinterpret_cast<const float*>(recv), mine, dtype,
+                      static_cast<float>(float_post));
+  } else if (IsFloatingPoint(dtype)) {
+    s = ScaleCopy(recv, recv, mine, dtype, float_post);
+  } else {
+    if (average) s = DivideCopy(recv, recv, mine, dtype, size);
+    if (s.ok()) s = ScaleCopy(recv, recv, mine, dtype, response.postscale);
+  }
+  if (!s.ok()) return s.AddContext(what);
+  out.shape = shape;
+  out.shape[0] = ReducescatterShare(shape[0], rank, size);
+  entry.handle->output() = std::move(out);
+  return Status::OK();
+}
+
+Status Runtime::ExecuteAlltoall(const Response& response, TensorEntry& entry) {
+  const std::string what = "alltoall '" + entry.request.name + "'";
+  const int n = data_->Size(), me = data_->Rank();
+  const std::vector<int64_t>& m = response.splits;
+  if (m.size() != static_cast<size_t>(n) * n ||
+      !std::equal(entry.request.splits.begin(), entry.request.splits.end(), m.begin() + me * n) ||
+      entry.request.splits.size() != static_cast<size_t>(n)) {
+    return InternalError(what + ": the coordinator's splits disagree with rank " +
+                         std::to_string(me) + "'s");
+  }
+  const size_t row_bytes =
+      static_cast<size_t>(RowElements(entry.request.shape)) * DataTypeSize(response.dtype);
+  std::vector<size_t> send_bytes(n), recv_bytes(n);
+  std::vector<int64_t> received(n);
+  int64_t rows = 0;
+  for (int q = 0; q < n; ++q) {
+    send_bytes[q] = static_cast<size_t>(m[me * n + q]) * row_bytes;
+    received[q] = m[q * n + me];
+    recv_bytes[q] = static_cast<size_t>(received[q]) * row_bytes;
+    rows += received[q];  // bounded by the coordinator
+  }
+  OutputBuffer out;
+  const size_t total = static_cast<size_t>(rows) * row_bytes;
+  out.data.reset(std::malloc(total ? total : 1));
+  if (!out.data) {
+    return ResourceExhaustedError(what + ": cannot allocate " + std::to_string(total) +
+                                  " bytes for the output");
+  }
+  Status s = data_->Alltoallv(entry.input, send_bytes, out.data.get(), recv_bytes);
+  if (!s.ok()) return s.AddContext(what);
+  out.shape = entry.request.shape;
+  out.shape[0] = rows;
+  out.splits = std::move(received);
+  entry.handle->output() = std::move(out);
+  return Status::OK();
+}
+
+Status Runtime::Barrier() {
+  Submission s;
+  s.op = OpType::kBarrier;
+  s.name = kBarrierPrefix + std::to_string(barriers_.fetch_add(1));
+  s.dtype = DataType::kUInt8;
+  s.shape = {0};
+  auto handle = Enqueue(s);
+  if (!handle.ok()) return handle.status();
+  return (*handle)->Wait();
+}
+
+}  // namespace kolo
