@@ -4,6 +4,7 @@
 // was given, so the tensors' memory lives until the operation completes.
 #include <dlpack/dlpack.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -97,9 +98,21 @@ class Handle {
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
 
-  bool Poll() const { return kolo_poll(h_) != 0; }
+  bool Poll() const {
+    CheckOwned();
+    return kolo_poll(h_) != 0;
+  }
+
+  // alltoall only, after a successful wait: how many rows came from each rank.
+  std::vector<int64_t> ReceivedSplits() {
+    Wait();
+    std::vector<int64_t> splits(static_cast<size_t>(kolo_size()));
+    Check(kolo_handle_received_splits(h_, splits.data()));
+    return splits;
+  }
 
   void Wait() {
+    CheckOwned();
     kolo_status_t s;
     {
       py::gil_scoped_release release;
@@ -147,6 +160,14 @@ class Handle {
   }
 
  private:
+  void CheckOwned() const {
+    if (!h_) {
+      Raise(KOLO_ERR_FAILED_PRECONDITION,
+            "'" + name_ + "': the handle's output was already taken (call received_splits "
+            "before output)");
+    }
+  }
+
   static DLDataType DlType(kolo_dtype_t d) {
     switch (d) {
       case KOLO_UINT8: return {kDLUInt, 8, 1};
@@ -202,6 +223,28 @@ std::unique_ptr<Handle> AllgatherAsync(const std::string& name, py::capsule in, 
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
 }
 
+std::unique_ptr<Handle> ReducescatterAsync(const std::string& name, py::capsule in,
+                                           int dtype_code, int op, double prescale,
+                                           double postscale) {
+  const kolo_dtype_t dtype = Dtype(dtype_code);
+  TensorView vin = View(in, dtype, "reducescatter '" + name + "' input");
+  kolo_handle_t h = nullptr;
+  Check(kolo_reducescatter_async(name.c_str(), vin.data, dtype,
+                                 static_cast<int>(vin.shape.size()), vin.shape.data(),
+                                 static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
+  return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
+}
+
+std::unique_ptr<Handle> AlltoallAsync(const std::string& name, py::capsule in, int dtype_code,
+                                      const std::vector<int64_t>& splits) {
+  const kolo_dtype_t dtype = Dtype(dtype_code);
+  TensorView vin = View(in, dtype, "alltoall '" + name + "' input");
+  kolo_handle_t h = nullptr;
+  Check(kolo_alltoall_async(name.c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
+                            vin.shape.data(), splits.empty() ? nullptr : splits.data(), &h));
+  return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
+}
+
 std::unique_ptr<Handle> BroadcastAsync(const std::string& name, py::capsule in, py::capsule out,
                                        int dtype_code, int root) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
@@ -252,13 +295,26 @@ PYBIND11_MODULE(_kolo, m) {
   m.def("allreduce_async", &AllreduceAsync, py::arg("name"), py::arg("input"), py::arg("output"),
         py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0);
   m.def("allgather_async", &AllgatherAsync, py::arg("name"), py::arg("input"), py::arg("dtype"));
+  m.def("reducescatter_async", &ReducescatterAsync, py::arg("name"), py::arg("input"),
+        py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0);
+  m.def("alltoall_async", &AlltoallAsync, py::arg("name"), py::arg("input"), py::arg("dtype"),
+        py::arg("splits") = std::vector<int64_t>{});
+  m.def("barrier", [] {
+    kolo_status_t s;
+    {
+      py::gil_scoped_release release;
+      s = kolo_barrier();
+    }
+    Check(s);
+  });
   m.def("broadcast_async", &BroadcastAsync, py::arg("name"), py::arg("input"), py::arg("output"),
         py::arg("dtype"), py::arg("root_rank"));
 
   py::class_<Handle>(m, "Handle")
       .def("poll", &Handle::Poll)
       .def("wait", &Handle::Wait)
-      .def("output", &Handle::Output);
+      .def("output", &Handle::Output)
+      .def("received_splits", &Handle::ReceivedSplits);
 
   m.attr("UINT8") = static_cast<int>(KOLO_UINT8);
   m.attr("INT8") = static_cast<int>(KOLO_INT8);

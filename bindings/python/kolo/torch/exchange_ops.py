@@ -1,0 +1,191 @@
+"""Horovod's reducescatter, alltoall and barrier over kolo's runtime operations.
+
+Same conventions as mpi_ops (int handles for poll()/synchronize(), names "<op>.<name>" or
+"<op>.noname.<n>", HorovodInternalError carrying the runtime's message). The autograd rules:
+- reducescatter: y_r = s * reduce_q(x_q)[rows of r] with s = prescale * postscale (/ size for
+  Average), so dL/dx_q = s * allgather(dL/dy) — every rank's gradient rows, gathered;
+- alltoall: the gradient of what rank r received from q goes back to q: an alltoall of the
+  output gradient with the received splits as the send splits (Horovod's rule).
+"""
+
+import torch
+
+from kolo import _kolo as _k
+from kolo.torch import mpi_ops as _ops
+from kolo.torch.compression import Compression
+from kolo.torch.mpi_ops import Average, Sum, global_process_set
+
+
+def _gathered(h, dtype, received_splits=False):
+    """The result step of a kolo operation whose output kolo allocated."""
+    def finish():
+        splits = torch.tensor(h.received_splits(), dtype=torch.int32) if received_splits else None
+        out = _ops._dlpack.from_dlpack(h.output())
+        if dtype == torch.bool:
+            out = out.view(torch.bool)
+        return (out, splits) if received_splits else out
+    return finish
+
+
+def _check_reduce_op(op, what):
+    if op not in (Average, Sum):
+        raise ValueError("kolo %s: op must be Average or Sum, got %r" % (what, op))
+
+
+# ---- reducescatter --------------------------------------------------------------------------
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    """Starts reducing ``tensor`` (same shape [n, ...] on every rank) over all ranks and
+    scattering the result along the first dimension: rank r receives its share of the rows
+    (the first n % size ranks one row more than the others). ``op``: Average or Sum.
+
+    Returns:
+        A handle for poll() and synchronize(); synchronize returns this rank's share.
+    """
+    _ops._check_process_set(process_set)
+    handle, full_name = _ops._new_handle("reducescatter", name)
+    what = "reducescatter '%s'" % full_name
+    _check_reduce_op(op, what)
+    _ops._check_tensor(tensor, what)
+    inp = _ops._contiguous(tensor)
+    h = _ops._submit(_k.reducescatter_async, full_name, _ops._capsule(inp),
+                     _ops._DTYPES[inp.dtype], int(op), float(prescale_factor),
+                     float(postscale_factor))
+    return _ops._register(handle, [h], (inp,), _gathered(h, inp.dtype))
+
+
+class HorovodReducescatter(torch.autograd.Function):
+    """Reducescatter as an autograd function (gradient: see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+        ctx.scale = prescale_factor * postscale_factor / (_ops.size() if op == Average else 1)
+        ctx.process_set = process_set
+        return _ops.synchronize(reducescatter_async(tensor, name, op, process_set,
+                                                    prescale_factor, postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = _ops.allgather(grad_output.contiguous(), process_set=ctx.process_set)
+        return grad * ctx.scale, None, None, None, None, None
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces ``tensor`` over all ranks and returns this rank's share of the rows (see
+    reducescatter_async); the input is not modified. Differentiable."""
+    compressed, ctx = compression.compress(tensor)
+    out = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
+                                     postscale_factor)
+    return compression.decompress(out, ctx)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    """Starts a reducescatter of each tensor (one operation per tensor, named
+    "<name>.<i>"); synchronize returns the tuple of this rank's shares."""
+    _ops._check_process_set(process_set)
+    tensors = _ops._as_tensor_list(tensors, "grouped_reducescatter")
+    handle, names = _ops._grouped_names("reducescatter", name, len(tensors))
+    for t, n in zip(tensors, names):
+        _check_reduce_op(op, "grouped_reducescatter '%s'" % n)
+        _ops._check_tensor(t, "grouped_reducescatter '%s'" % n)
+    inputs = [_ops._contiguous(t) for t in tensors]
+    handles = _ops._submit_all(
+        [(_k.reducescatter_async, (n, _ops._capsule(i), _ops._DTYPES[i.dtype], int(op),
+                                   float(prescale_factor), float(postscale_factor)))
+         for n, i in zip(names, inputs)], inputs)
+    steps = [_gathered(h, i.dtype) for h, i in zip(handles, inputs)]
+    return _ops._register(handle, handles, inputs, lambda: tuple(s() for s in steps))
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    """reducescatter of each tensor; returns a list of this rank's shares. Differentiable."""
+    tensors = _ops._as_tensor_list(tensors, "grouped_reducescatter")
+    names = [None] * len(tensors) if name is None else \
+        ["%s.%d" % (name, i) for i in range(len(tensors))]
+    return [reducescatter(t, n, compression, op, process_set, prescale_factor, postscale_factor)
+            for t, n in zip(tensors, names)]
+
+
+# ---- alltoall -------------------------------------------------------------------------------
+
+
+def _split_list(splits, what):
+    if splits is None:
+        return []
+    if isinstance(splits, torch.Tensor):
+        splits = splits.tolist()
+    splits = [int(s) for s in splits]
+    if len(splits) != _ops.size():
+        raise ValueError("kolo %s: splits has %d entries, expected one per rank (%d)"
+                         % (what, len(splits), _ops.size()))
+    return splits
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Starts an alltoall: rank r sends rows [sum(splits[:q]), sum(splits[:q+1])) of ``tensor``
+    to rank q (``splits``: one count per rank, summing to the first dimension; None splits
+    the first dimension equally) and receives, concatenated in rank order, the rows every rank
+    sent it. The other dimensions and the dtype must match across ranks.
+
+    Returns:
+        A handle; synchronize returns (output, received_splits), received_splits an int32
+        tensor of the rows received from each rank.
+    """
+    _ops._check_process_set(process_set)
+    handle, full_name = _ops._new_handle("alltoall", name)
+    what = "alltoall '%s'" % full_name
+    _ops._check_tensor(tensor, what)
+    split_list = _split_list(splits, what)
+    inp = _ops._contiguous(tensor)
+    h = _ops._submit(_k.alltoall_async, full_name, _ops._capsule(inp), _ops._DTYPES[inp.dtype],
+                     split_list)
+    return _ops._register(handle, [h], (inp,), _gathered(h, inp.dtype, received_splits=True))
+
+
+class HorovodAlltoall(torch.autograd.Function):
+    """Alltoall as an autograd function (gradient: see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received = _ops.synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.process_set = process_set
+        ctx.received = received
+        if splits is None:
+            return output
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, *unused):
+        grad, _ = alltoall(grad_output.contiguous(), splits=ctx.received,
+                           process_set=ctx.process_set)
+        return grad, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Scatters the rows of ``tensor`` to the ranks and gathers what they sent (see
+    alltoall_async); the input is not modified. Differentiable.
+
+    Returns:
+        The gathered tensor; with ``splits`` given, (gathered tensor, received_splits).
+    """
+    return HorovodAlltoall.apply(tensor, splits, name, process_set)
+
+
+# ---- barrier --------------------------------------------------------------------------------
+
+
+def barrier(process_set=global_process_set):
+    """Blocks until every rank has called barrier(). It is ordered with the operations each
+    rank submitted before it (it does not wait for them to complete)."""
+    _ops._check_process_set(process_set)
+    try:
+        _k.barrier()
+    except _k.KoloError as e:
+        raise _ops._internal_error(e) from e
