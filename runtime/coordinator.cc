@@ -5,17 +5,54 @@
 
 namespace kolo {
 
-Coordinator::Coordinator(int size) : size_(size) {}
+Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}
+
+bool Coordinator::Complete(const Entry& e) const {
+  if (e.count == size_) return true;
+  if (join_order_.empty()) return false;
+  for (int r = 0; r < size_; ++r) {
+    if (!e.submitted[r] && !joined_[r]) return false;
+  }
+  return true;
+}
+
+void Coordinator::AddJoin(int rank) {
+  if (joined_[rank]) {
+    // Runtime::Join refuses a second join while one is pending; a peer that sent one anyway
+    // is ignored rather than trusted.
+    return;
+  }
+  joined_[rank] = true;
+  join_order_.push_back(rank);
+  // Names that waited only for this rank are ready now, in the order they were first submitted.
+  std::vector<std::pair<uint64_t, const std::string*>> now_ready;
+  for (auto& [name, e] : table_) {
+    if (!e.queued && Complete(e)) {
+      e.queued = true;
+      now_ready.emplace_back(e.seq, &name);
+    }
+  }
+  std::sort(now_ready.begin(), now_ready.end());
+  for (const auto& [seq, name] : now_ready) ready_.push_back(*name);
+}
 
 void Coordinator::Add(const RequestList& list, int from_rank) {
   if (list.shutdown && shutdown_rank_ < 0) shutdown_rank_ = from_rank;
   for (const Request& req : list.requests) {
+    const int r = from_rank;
+    if (req.op == OpType::kJoin) {
+      AddJoin(r);
+      continue;
+    }
+    // Refused because this rank had joined, but its join has completed since: no rank can be
+    // waiting for it any more.
+    if (req.refused == kRefusedJoined && !joined_[r]) continue;
     Entry& e = table_[req.name];
     if (e.by_rank.empty()) {
       e.by_rank.resize(size_);
       e.submitted.assign(size_, false);
+      e.seq = next_seq_++;
     }
-    const int r = from_rank;
     if (e.submitted[r]) {
       // The enqueue check makes this impossible for a correct peer; report it, don't crash.
       e.duplicate_error = std::string(OpTypeName(req.op)) + " '" + req.name +
@@ -26,7 +63,11 @@ void Coordinator::Add(const RequestList& list, int from_rank) {
     e.by_rank[r] = req;
     e.by_rank[r].rank = r;
     e.submitted[r] = true;
-    if (++e.count == size_) ready_.push_back(req.name);
+    ++e.count;
+    if (!e.queued && Complete(e)) {
+      e.queued = true;
+      ready_.push_back(req.name);
+    }
   }
 }
 
@@ -44,10 +85,21 @@ std::vector<Response> Coordinator::TakeReady() {
       err.error_code = StatusCode::kInvalidArgument;
       err.error = it->second.duplicate_error;
       out.push_back(std::move(err));
-    } else {
+    } else if (it->second.count == size_) {
       out.push_back(BuildResponse(it->second.by_rank));
+    } else {
+      out.push_back(BuildWithJoined(it->second));
     }
     table_.erase(it);
+  }
+  if (!join_order_.empty() && static_cast<int>(join_order_.size()) == size_) {
+    // Every pending name became ready when the last rank joined, so the table is empty.
+    Response done;
+    done.type = ResponseType::kJoin;
+    done.root = join_order_.back();
+    out.push_back(std::move(done));
+    join_order_.clear();
+    joined_.assign(size_, false);
   }
   return out;
 }
@@ -208,6 +260,33 @@ std::string AlltoallSplits(const std::vector<Request>& by_rank, std::vector<int6
 
 }  // namespace
 
+Response Coordinator::BuildWithJoined(const Entry& e) const {
+  std::vector<Request> submitters;
+  std::vector<int> absent;
+  for (int r = 0; r < size_; ++r) {
+    if (e.submitted[r]) {
+      submitters.push_back(e.by_rank[r]);
+    } else {
+      absent.push_back(r);
+    }
+  }
+  const Request& first = submitters.front();
+  // A barrier takes the joined ranks along (they wait in join anyway); failing it would leave
+  // its per-rank name counter behind on the joined ranks, and the next barrier would hang.
+  if (first.op == OpType::kAllreduce || first.op == OpType::kBarrier) {
+    return BuildResponse(submitters);
+  }
+  Response err;
+  err.type = ResponseType::kError;
+  err.names = {first.name};
+  err.error_code = StatusCode::kInvalidArgument;
+  const std::string op(OpTypeName(first.op));
+  err.error = op + " '" + first.name + "': rank" + (absent.size() == 1 ? " " : "s ") +
+              RankList(absent) + (absent.size() == 1 ? " has" : " have") +
+              " joined and cannot take part in " + op;
+  return err;
+}
+
 Response BuildResponse(const std::vector<Request>& by_rank) {
   const Request& first = by_rank.front();
   Response resp;
@@ -282,6 +361,11 @@ Response BuildResponse(const std::vector<Request>& by_rank) {
     }
     case OpType::kBarrier:
       resp.type = ResponseType::kBarrier;
+      break;
+    case OpType::kJoin:  // Coordinator::Add takes joins out before they reach the table
+      resp.type = ResponseType::kError;
+      resp.error_code = StatusCode::kInternal;
+      resp.error = "join '" + first.name + "': reached BuildResponse";
       break;
   }
   return resp;

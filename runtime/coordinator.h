@@ -2,6 +2,15 @@
 // the message table counts which ranks have submitted each name; when all have, the name's
 // Requests are validated against each other and turned into one Response (or an error
 // Response naming the tensor, the ranks and both values). Horovod's controller.h protocol.
+//
+// Join (Horovod's): a rank that ran out of data sends a kJoin Request. From then until every
+// rank has joined, a name is ready once every rank has submitted it or joined. An allreduce
+// ready with joined non-submitters is a normal allreduce Response built from the submitters'
+// Requests (the joined ranks contribute the identity); a barrier includes the joined ranks;
+// any other operation fails on its submitters ("<op> '<name>': rank(s) r joined and cannot take part in <op>"). When the last
+// rank joins, every pending name is ready (each rank submitted or joined); after their
+// Responses comes a kJoin Response with `root` = the last rank to join, and the joined set is
+// cleared.
 #ifndef KOLO_RUNTIME_COORDINATOR_H_
 #define KOLO_RUNTIME_COORDINATOR_H_
 
@@ -29,6 +38,8 @@ class Coordinator {
   int shutdown_rank() const { return shutdown_rank_; }
   // Names some but not all ranks have submitted (for diagnostics).
   size_t pending() const { return table_.size(); }
+  // Ranks that have joined and wait for the others, in join order.
+  const std::vector<int>& joined() const { return join_order_; }
 
  private:
   struct Entry {
@@ -36,12 +47,23 @@ class Coordinator {
     std::vector<bool> submitted;
     int count = 0;
     std::string duplicate_error;     // a rank submitted the name twice
+    uint64_t seq = 0;                // order of first submission
+    bool queued = false;             // in ready_
   };
+
+  // Every rank has submitted the name or joined.
+  bool Complete(const Entry& e) const;
+  void AddJoin(int rank);
+  // The Response of a ready name whose non-submitters have all joined.
+  Response BuildWithJoined(const Entry& e) const;
 
   const int size_;
   std::unordered_map<std::string, Entry> table_;
   std::deque<std::string> ready_;
   int shutdown_rank_ = -1;
+  uint64_t next_seq_ = 0;
+  std::vector<bool> joined_;      // indexed by rank
+  std::vector<int> join_order_;   // joined ranks, in join order
 };
 
 // Validates the Requests of one name (one per rank, index = rank) and builds its Response.

@@ -10,6 +10,7 @@ std::string_view OpTypeName(OpType op) {
     case OpType::kReducescatter: return "reducescatter";
     case OpType::kAlltoall: return "alltoall";
     case OpType::kBarrier: return "barrier";
+    case OpType::kJoin: return "join";
   }
   return "invalid-op";
 }

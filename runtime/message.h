@@ -20,8 +20,9 @@ enum class OpType : uint8_t {
   kReducescatter = 3,
   kAlltoall = 4,
   kBarrier = 5,
+  kJoin = 6,  // this rank ran out of data (Runtime::Join)
 };
-constexpr int kMaxOpType = 5;
+constexpr int kMaxOpType = 6;
 std::string_view OpTypeName(OpType op);  // "allreduce", ...
 
 // One rank's readiness of one named tensor, with everything the other ranks must agree on.
@@ -55,11 +56,20 @@ enum class ResponseType : uint8_t {
   kReducescatter = 4,
   kAlltoall = 5,
   kBarrier = 6,
+  kJoin = 7,  // every rank has joined; `root` is the rank that joined last
 };
-constexpr int kMaxResponseType = 6;
+constexpr int kMaxResponseType = 7;
+
+// Request.refused of a submission made on a rank that has joined, while the join is pending.
+// The coordinator drops such a Request when it arrives after the join completed (nobody can be
+// waiting for it then); before that, the name fails on every rank that submitted it.
+inline constexpr char kRefusedJoined[] =
+    "it has joined, and no operation can be submitted until every rank has joined";
 
 // An operation every rank executes, in the order of the ResponseList. An allreduce Response
-// may name several tensors: they are fused. An error Response completes its tensors' handles
+// may name several tensors: they are fused. While some ranks have joined, an allreduce Response
+// may name tensors a joined rank never submitted: that rank takes part with the reduction's
+// identity (runtime.cc). An error Response completes its tensors' handles
 // with `error` on every rank.
 struct Response {
   ResponseType type = ResponseType::kAllreduce;

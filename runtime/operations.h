@@ -1,9 +1,11 @@
 // Submission checks and helpers of the operations beyond allreduce/allgather/broadcast:
-// reducescatter, alltoall and barrier (their Execute functions are in operations.cc too).
+// reducescatter, alltoall and barrier (their Execute functions are in operations.cc too), and
+// join (runtime/join.cc).
 #ifndef KOLO_RUNTIME_OPERATIONS_H_
 #define KOLO_RUNTIME_OPERATIONS_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/runtime.h"
@@ -21,6 +23,23 @@ int64_t ReducescatterShare(int64_t rows, int rank, int size);
 // An alltoall's splits with the empty "equal split" filled in (call after a successful
 // ValidateOperation).
 std::vector<int64_t> ResolvedSplits(const Submission& s, int size);
+
+// Writes `count` copies of the identity of `op` over `dtype` to dst: 0 for Sum and Average,
+// the largest value (+inf for floating dtypes) for Min, the lowest (-inf) for Max, 1 for
+// Product; bool: false for Sum and Max, true for Min and Product.
+void FillIdentity(void* dst, size_t count, DataType dtype, ReduceOp op);
+
+// A rank that has joined builds its part of an allreduce Response: the tensors it submitted
+// (entries with a handle) are used as they are, the others are identity-filled scratch buffers
+// (kept in `scratch`) of the Response's counts, so the job has the same tensors in the same
+// order as on every other rank. When the prescale would change the identity (Min, Max,
+// Product), the job is run with prescale 1 and the submitted inputs are prescaled into scratch
+// copies first.
+struct JoinedScratch {
+  std::vector<std::unique_ptr<void, OutputBuffer::Free>> buffers;
+};
+Status JoinedAllreduceJob(const Response& response, const std::vector<TensorEntry>& entries,
+                          AllreduceJob* job, JoinedScratch* scratch);
 
 }  // namespace kolo
 

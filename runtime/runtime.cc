@@ -53,6 +53,11 @@ Status Validate(const Submission& s, int size) {
     return InvalidArgumentError(Describe(s) + ": names starting with '" + kBarrierPrefix +
                                 "' are reserved for barriers");
   }
+  const bool join_name = s.name.rfind(kJoinPrefix, 0) == 0;
+  if (join_name != (s.op == OpType::kJoin)) {
+    return InvalidArgumentError(Describe(s) + ": names starting with '" + kJoinPrefix +
+                                "' are reserved for join");
+  }
   const int64_t count = NumElements(s.shape);
   const bool kolo_allocates = s.op == OpType::kAllgather || s.op == OpType::kReducescatter ||
                               s.op == OpType::kAlltoall;
@@ -89,6 +94,7 @@ Status Validate(const Submission& s, int size) {
     case OpType::kReducescatter:
     case OpType::kAlltoall:
     case OpType::kBarrier:
+    case OpType::kJoin:
       return ValidateOperation(s, size);
   }
   return Status::OK();
@@ -110,10 +116,28 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   r.postscale = s.postscale;
   Status valid = Validate(s, layout_.size);
   if (valid.ok() && s.op == OpType::kAlltoall) r.splits = ResolvedSplits(s, layout_.size);
+  std::unique_lock<std::mutex> join_lock(join_mu_);
+  if (!join_name_.empty()) {
+    if (s.op == OpType::kJoin) {
+      return FailedPreconditionError("join: rank " + std::to_string(layout_.rank) +
+                                     " has already joined (one thread per rank)");
+    }
+    if (valid.ok()) {
+      valid = FailedPreconditionError(Describe(s) + ": rank " + std::to_string(layout_.rank) +
+                                      " has joined; no operation can be submitted until every "
+                                      "rank has joined");
+      r.refused = kRefusedJoined;
+      queue_.AddRefused(r);
+      join_lock.unlock();
+      Wake();
+      return valid;
+    }
+  }
+  if (s.op != OpType::kJoin) join_lock.unlock();
   if (!valid.ok()) {
     // The peers have submitted or will submit this name too: tell the coordinator, so they
     // get an error instead of waiting for this rank forever. A nameless one cannot be matched.
-    if (!s.name.empty()) {
+    if (!s.name.empty() && s.op != OpType::kJoin) {
       const std::string prefix = Describe(s) + ": ";
       r.refused = valid.message().rfind(prefix, 0) == 0 ? valid.message().substr(prefix.size())
                                                          : valid.message();
@@ -127,6 +151,10 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   entry.handle = std::make_shared<Handle>();
   auto handle = entry.handle;
   KOLO_RETURN_IF_ERROR(queue_.Add(std::move(entry)));
+  if (s.op == OpType::kJoin) {
+    join_name_ = s.name;
+    join_lock.unlock();
+  }
   Wake();
   return handle;
 }
@@ -213,10 +241,25 @@ void Runtime::BackgroundLoop() {
 }
 
 void Runtime::Execute(const Response& response) {
+  if (response.type == ResponseType::kJoin) {
+    ExecuteJoin(response);
+    return;
+  }
+  bool joined;
+  {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    joined = !join_name_.empty();
+  }
   std::vector<TensorEntry> entries;
   entries.reserve(response.names.size());
   for (const std::string& name : response.names) {
     TensorEntry e = queue_.Take(name);
+    if (!e.handle && joined &&
+        (response.type == ResponseType::kAllreduce || response.type == ResponseType::kBarrier)) {
+      e.request.name = name;  // no handle: this rank takes part with the identity
+      entries.push_back(std::move(e));
+      continue;
+    }
     if (!e.handle) {
       // Expected for an error naming a submission this rank refused (its caller already knows).
       if (response.type != ResponseType::kError) {
@@ -255,9 +298,18 @@ void Runtime::Execute(const Response& response) {
       return;
     case ResponseType::kBarrier: {
       Status s = data_->Barrier();
-      Finish(entries[0], s.ok() ? s : s.AddContext("barrier"));
+      if (entries[0].handle) {
+        Finish(entries[0], s.ok() ? s : s.AddContext("barrier"));
+      } else {
+        // A barrier of the other ranks while this one has joined: it took part, so its next
+        // barrier has the same name as theirs.
+        barriers_.fetch_add(1);
+        if (!s.ok()) KOLO_LOG_ERROR("runtime", "barrier while joined: {}", s.ToString());
+      }
       return;
     }
+    case ResponseType::kJoin:
+      return;  // handled above
   }
 }
 
@@ -267,12 +319,20 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
   job.op = response.reduce_op;
   job.prescale = response.prescale;
   job.postscale = response.postscale;
-  size_t count = 0;
-  for (TensorEntry& e : entries) {
-    const size_t n = static_cast<size_t>(NumElements(e.request.shape));
-    job.tensors.push_back(FusedTensor{e.input, e.output, n});
-    count += n;
+  JoinedScratch scratch;  // identity buffers when this rank has joined
+  bool absent = false;
+  for (const TensorEntry& e : entries) absent = absent || !e.handle;
+  Status status;
+  if (absent) {
+    status = JoinedAllreduceJob(response, entries, &job, &scratch);
+  } else {
+    for (TensorEntry& e : entries) {
+      job.tensors.push_back(
+          FusedTensor{e.input, e.output, static_cast<size_t>(NumElements(e.request.shape))});
+    }
   }
+  size_t count = 0;
+  for (const FusedTensor& t : job.tensors) count += t.count;
   SelectionInput in;
   in.dtype = IsHalf(job.dtype) ? DataType::kFloat32 : job.dtype;
   in.count = count;
@@ -280,9 +340,10 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
   in.op = job.op == ReduceOp::kAverage ? ReduceOp::kSum : job.op;
   in.ranks = data_->Size();
   in.backend = data_->BackendName();
-  Status status;
   auto algorithm = selector_.Select(in);
-  if (!algorithm.ok()) {
+  if (!status.ok()) {
+    // A failed allocation (as in ExecuteAllgather) or a broken invariant: reported below.
+  } else if (!algorithm.ok()) {
     status = algorithm.status();
   } else {
     status = fusion_.Run(*data_, **algorithm, job);
@@ -296,7 +357,9 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
     status.AddContext(what);
     KOLO_LOG_ERROR("runtime", "{}", status.ToString());
   }
-  for (TensorEntry& e : entries) Finish(e, status);
+  for (TensorEntry& e : entries) {
+    if (e.handle) Finish(e, status);
+  }
 }
 
 void Runtime::Finish(TensorEntry& entry, Status status) {

@@ -62,10 +62,19 @@ class Runtime {
   // announced to the coordinator, which fails that name on every other rank ("rank r refused
   // it: ..."), so no peer waits for it.
   StatusOr<std::shared_ptr<Handle>> Enqueue(const Submission& s);
-  // Blocks until every rank has entered Barrier(): a negotiated operation under the reserved
+  // Blocks until every rank has entered Barrier() or joined: a negotiated operation under the reserved
   // name "__kolo_barrier.<n>" (n counts this rank's barriers), so it is ordered with the
   // others. One thread per rank at a time.
   Status Barrier();
+  // Horovod's join: this rank has run out of data. Blocks until every rank has joined and
+  // returns the rank that joined last. Meanwhile the other ranks' allreduces proceed with this
+  // rank contributing the reduction's identity (zeros for Sum and Average, which still divides
+  // by the full size; the largest value / +inf for Min, the lowest / -inf for Max, 1 for
+  // Product; bool: false for Sum and Max, true for Min and Product), and their barriers
+  // include this rank; any other operation that needs this rank fails on its submitters. Submissions on this rank are refused until the
+  // join completes (kFailedPrecondition), and announced so the peers' same names fail rather
+  // than wait. Negotiated under the reserved name "__kolo_join.<n>". One thread per rank.
+  StatusOr<int> Join();
   // Asks every rank to stop, waits for the background thread, fails what is still pending.
   void Shutdown();
 
@@ -77,7 +86,10 @@ class Runtime {
   void Wake();
   void BackgroundLoop();
   void Execute(const Response& response);
+  // `entries` in the Response's order; an entry without a handle is a tensor this rank never
+  // submitted because it has joined: it takes part with the identity (runtime/operations.cc).
   void ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries);
+  void ExecuteJoin(const Response& response);
   Status ExecuteAllgather(const Response& response, TensorEntry& entry);
   Status ExecuteBroadcast(const Response& response, TensorEntry& entry);
   // runtime/operations.cc
@@ -106,10 +118,19 @@ class Runtime {
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> barriers_{0};
+  std::atomic<uint64_t> joins_{0};
+  // The name of this rank's pending join ("" when it has not joined). Guarded by join_mu_,
+  // which is held while a join or a refused submission is queued, so the coordinator sees
+  // them in the order this rank decided them.
+  std::mutex join_mu_;
+  std::string join_name_;
+  std::atomic<int> last_joined_{-1};  // set before the join's handle completes
 };
 
 // The reserved name prefix of Runtime::Barrier; refused for every other operation.
 inline constexpr char kBarrierPrefix[] = "__kolo_barrier.";
+// The reserved name prefix of Runtime::Join; refused for every other operation.
+inline constexpr char kJoinPrefix[] = "__kolo_join.";
 
 }  // namespace kolo
 

@@ -219,6 +219,16 @@ kolo_status_t kolo_barrier(void) {
   return s.ok() ? KOLO_SUCCESS : Fail(s);
 }
 
+kolo_status_t kolo_join(int* last_joined_rank) {
+  g_last_error.clear();
+  auto runtime = CurrentRuntime();
+  if (!runtime) return Fail(kolo::FailedPreconditionError("join: kolo is not initialized"));
+  kolo::StatusOr<int> last = runtime->Join();
+  if (!last.ok()) return Fail(last.status());
+  if (last_joined_rank) *last_joined_rank = *last;
+  return KOLO_SUCCESS;
+}
+
 int kolo_poll(kolo_handle_t handle) { return handle && handle->handle->Poll() ? 1 : 0; }
 
 kolo_status_t kolo_wait(kolo_handle_t handle) {

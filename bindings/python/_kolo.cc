@@ -307,6 +307,16 @@ PYBIND11_MODULE(_kolo, m) {
     }
     Check(s);
   });
+  m.def("join", [] {
+    kolo_status_t s;
+    int last = -1;
+    {
+      py::gil_scoped_release release;  // blocks until every rank has joined
+      s = kolo_join(&last);
+    }
+    Check(s);
+    return last;
+  });
   m.def("broadcast_async", &BroadcastAsync, py::arg("name"), py::arg("input"), py::arg("output"),
         py::arg("dtype"), py::arg("root_rank"));
 

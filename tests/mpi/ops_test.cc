@@ -1,12 +1,15 @@
-// Tier 2: reducescatter, alltoall and barrier through the C API under mpirun (2, 3, 4 ranks):
-// results against references built locally from every rank's known inputs (uneven shares, zero
-// rows, empty and uneven splits, float16, integer Average), and mismatches reported on every rank.
+// Tier 2: reducescatter, alltoall, barrier and join through the C API under mpirun (2, 3, 4
+// ranks): results against references built locally from every rank's known inputs (uneven
+// shares, zero rows, empty and uneven splits, float16, integer Average; with join, the joined
+// ranks' identities), and mismatches reported on every rank.
 #include <kolo/kolo.h>
 
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -278,6 +281,137 @@ TEST(OpsTest, BarrierWaitsForEveryRank) {
                                      << " before rank " << r << " entered it";
     }
   }
+}
+
+// What a joined rank contributes to an allreduce: the identity of `op`.
+TypedBuffer IdentityData(kolo_dtype_t dtype, int64_t count, kolo_reduce_op_t op) {
+  TypedBuffer b(dtype, count);
+  const bool is_min = op == KOLO_OP_MIN, is_max = op == KOLO_OP_MAX;
+  for (int64_t i = 0; i < count; ++i) {
+    if (op == KOLO_OP_PRODUCT) {
+      IsFloat(dtype) ? StoreFloat(dtype, b.data(), i, 1.0) : StoreInt(dtype, b.data(), i, 1);
+    } else if (!is_min && !is_max) {
+      IsFloat(dtype) ? StoreFloat(dtype, b.data(), i, 0.0) : StoreInt(dtype, b.data(), i, 0);
+    } else if (dtype == KOLO_BOOL) {
+      StoreInt(dtype, b.data(), i, is_min ? 1 : 0);
+    } else if (IsFloat(dtype)) {
+      StoreFloat(dtype, b.data(), i, is_min ? INFINITY : -INFINITY);
+    } else {
+      const int bits = IntegerBits(dtype);
+      const int64_t hi = IsSigned(dtype) ? std::numeric_limits<int64_t>::max() >> (64 - bits)
+                                         : -1;  // all ones: StoreInt wraps
+      const int64_t lo = IsSigned(dtype) ? -hi - 1 : 0;
+      StoreInt(dtype, b.data(), i, is_min ? hi : lo);
+    }
+  }
+  return b;
+}
+
+// Rank r allreduces for (r+1)*2 steps (round 0; the reverse in round 1), then joins; every
+// step's result is the reference over the active ranks' data and the joined ranks' identities
+// (Average divides by the full size); join returns the last joiner on every rank; twice.
+TEST(OpsTest, JoinWithUnevenSteps) {
+  const int rank = WorldRank(), size = WorldSize();
+  const int64_t count = 17;
+  struct Combo {
+    kolo_dtype_t dtype;
+    kolo_reduce_op_t op;
+  };
+  const std::vector<Combo> combos = {
+      {KOLO_FLOAT32, KOLO_OP_SUM},    {KOLO_FLOAT32, KOLO_OP_AVERAGE}, {KOLO_FLOAT32, KOLO_OP_MIN},
+      {KOLO_FLOAT32, KOLO_OP_MAX},    {KOLO_INT32, KOLO_OP_MIN},       {KOLO_INT32, KOLO_OP_MAX},
+      {KOLO_INT32, KOLO_OP_PRODUCT},  {KOLO_INT32, KOLO_OP_AVERAGE},   {KOLO_FLOAT16, KOLO_OP_SUM},
+      {KOLO_BFLOAT16, KOLO_OP_MIN},   {KOLO_BOOL, KOLO_OP_SUM},        {KOLO_BOOL, KOLO_OP_MIN},
+      {KOLO_FLOAT64, KOLO_OP_PRODUCT}, {KOLO_UINT8, KOLO_OP_MIN},
+  };
+  for (int round = 0; round < 2; ++round) {
+    auto steps_of = [&](int r) { return (round == 0 ? r + 1 : size - r) * 2; };
+    for (int step = 0; step < steps_of(rank); ++step) {
+      std::vector<TypedBuffer> in, out;
+      std::vector<Handle> handles(combos.size());
+      for (size_t k = 0; k < combos.size(); ++k) {
+        const Combo& c = combos[k];
+        in.push_back(RankUniqueData(c.dtype, count, rank, KindFor(c.dtype, c.op, false),
+                                    step * 31 + k));
+        out.emplace_back(c.dtype, count);
+      }
+      for (size_t k = 0; k < combos.size(); ++k) {
+        const Combo& c = combos[k];
+        const std::string name =
+            TensorName(std::string(DtypeName(c.dtype)) + "/" + ReduceOpName(c.op));
+        ASSERT_EQ(SubmitAllreduce(name, in[k], &out[k], {count}, c.op, handles[k]), KOLO_SUCCESS)
+            << LastError();
+      }
+      for (size_t k = 0; k < combos.size(); ++k) {
+        const Combo& c = combos[k];
+        const std::string what = std::string(DtypeName(c.dtype)) + "/" + ReduceOpName(c.op) +
+                                 " round " + std::to_string(round) + " step " +
+                                 std::to_string(step);
+        ASSERT_EQ(WaitHandle(handles[k], what), KOLO_SUCCESS)
+            << what << ": " << kolo_handle_message(handles[k].get());
+        std::vector<TypedBuffer> all;
+        for (int q = 0; q < size; ++q) {
+          all.push_back(step < steps_of(q)
+                            ? RankUniqueData(c.dtype, count, q, KindFor(c.dtype, c.op, false),
+                                             step * 31 + k)
+                            : IdentityData(c.dtype, count, c.op));
+        }
+        EXPECT_MATCHES_REFERENCE(out[k].data(), AllreduceReference(all, c.op)) << what;
+      }
+    }
+    int last = -1;
+    ASSERT_EQ(kolo_join(&last), KOLO_SUCCESS) << LastError();
+    EXPECT_EQ(last, round == 0 ? size - 1 : 0);
+  }
+}
+
+// The last rank joins at once; the others' allgather and broadcast fail naming it, their
+// allreduce goes on; every rank's join returns the same last joiner.
+TEST(OpsTest, JoinFailsOtherOpsOnTheSubmitters) {
+  const int rank = WorldRank(), size = WorldSize();
+  const int joiner = size - 1;
+  int last = -1;
+  if (rank != joiner) {
+    TypedBuffer in = RankUniqueData(KOLO_FLOAT32, 6, rank, DataKind::kWide);
+    TypedBuffer out(KOLO_FLOAT32, 6);
+    const std::string tail =
+        "': rank " + std::to_string(joiner) + " has joined and cannot take part in ";
+    {
+      const std::string name = TensorName("gather");
+      Handle h;
+      ASSERT_EQ(SubmitAllgather(name, in, {2, 3}, h), KOLO_SUCCESS) << LastError();
+      EXPECT_EQ(WaitHandle(h, name), KOLO_ERR_INVALID_ARGUMENT);
+      EXPECT_EQ(std::string(kolo_handle_message(h.get())), "allgather '" + name + tail + "allgather");
+    }
+    {
+      const std::string name = TensorName("bcast");
+      Handle h;
+      ASSERT_EQ(SubmitBroadcast(name, in, &out, {6}, 0, h), KOLO_SUCCESS) << LastError();
+      EXPECT_EQ(WaitHandle(h, name), KOLO_ERR_INVALID_ARGUMENT);
+      EXPECT_EQ(std::string(kolo_handle_message(h.get())), "broadcast '" + name + tail + "broadcast");
+    }
+    {
+      const std::string name = TensorName("sum");
+      Handle h;
+      ASSERT_EQ(SubmitAllreduce(name, in, &out, {6}, KOLO_OP_SUM, h), KOLO_SUCCESS) << LastError();
+      ASSERT_EQ(WaitHandle(h, name), KOLO_SUCCESS) << kolo_handle_message(h.get());
+      std::vector<TypedBuffer> all;
+      for (int q = 0; q < size; ++q) {
+        all.push_back(q == joiner ? IdentityData(KOLO_FLOAT32, 6, KOLO_OP_SUM)
+                                  : RankUniqueData(KOLO_FLOAT32, 6, q, DataKind::kWide));
+      }
+      EXPECT_MATCHES_REFERENCE(out.data(), AllreduceReference(all, KOLO_OP_SUM));
+    }
+  }
+  ASSERT_EQ(kolo_join(&last), KOLO_SUCCESS) << LastError();
+  std::vector<int> lasts(size);
+  MPI_Allgather(&last, 1, MPI_INT, lasts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 0; r < size; ++r) EXPECT_EQ(lasts[r], lasts[0]) << "rank " << r;
+  if (size > 1) {
+    EXPECT_NE(last, joiner);
+  }
+  ASSERT_EQ(kolo_join(nullptr), KOLO_SUCCESS) << LastError();  // again, all at once
+  ASSERT_EQ(kolo_barrier(), KOLO_SUCCESS) << LastError();
 }
 
 }  // namespace

@@ -215,7 +215,7 @@ KOLO_API kolo_status_t kolo_alltoall_async(const char* name, const void* input,
                                            kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                            const int64_t* splits, kolo_handle_t* handle);
 
-/* Blocks until every rank has called kolo_barrier. It is negotiated like a named operation (a
+/* Blocks until every rank has called kolo_barrier (or kolo_join, see there). It is negotiated like a named operation (a
  * reserved internal name; names starting with "__kolo_barrier." are refused for other
  * operations), so it is ordered with the operations submitted before it on every rank; it does
  * not wait for their completion. Call it from one thread per rank at a time: the n-th barrier of
@@ -224,6 +224,26 @@ KOLO_API kolo_status_t kolo_alltoall_async(const char* name, const void* input,
  * KOLO_ERR_UNAVAILABLE / KOLO_ERR_INTERNAL as other operations; the message is in
  * kolo_last_error(). */
 KOLO_API kolo_status_t kolo_barrier(void);
+
+/* Horovod's join: the calling rank has run out of data. Blocks until every rank has called
+ * kolo_join and stores the rank that joined last in *last_joined_rank (the same value on every
+ * rank; may be NULL). Until then, the other ranks' kolo_allreduce_async calls proceed: each
+ * joined rank contributes the identity of the reduction (0 for Sum and Average; Average still
+ * divides by kolo_size(); the dtype's largest value or +inf for Min, its lowest value or -inf
+ * for Max, 1 for Product; bool: false for Sum and Max, true for Min and Product), and their
+ * kolo_barrier calls complete with the joined ranks taking part. An allgather, broadcast,
+ * reducescatter or alltoall that a joined rank has not submitted fails on
+ * the ranks that submitted it with KOLO_ERR_INVALID_ARGUMENT ("... rank(s) r joined and cannot
+ * take part in <op>"). Operations the calling rank submitted before joining complete normally.
+ * While the join is pending, other submissions on the calling rank (from other threads) fail
+ * with KOLO_ERR_FAILED_PRECONDITION and the same names fail on the other ranks. Once it
+ * returns, the runtime is back to normal; kolo_join can be called again. Like kolo_barrier it
+ * is negotiated under a reserved name ("__kolo_join." prefix) and must be called from one
+ * thread per rank.
+ * Errors: KOLO_ERR_FAILED_PRECONDITION (not initialised, shut down, a peer shut down, or this
+ * rank's join already pending), KOLO_ERR_UNAVAILABLE / KOLO_ERR_INTERNAL as other operations;
+ * the message is in kolo_last_error(). */
+KOLO_API kolo_status_t kolo_join(int* last_joined_rank);
 
 /* ---- handles ------------------------------------------------------------------------------- */
 

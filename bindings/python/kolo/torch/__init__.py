@@ -2,9 +2,8 @@
 
     import kolo.torch as hvd   # instead of: import horovod.torch as hvd
 
-What kolo supports today is exported here; the rest of horovod.torch (join, process sets other
-than the global one, elastic training) is not
-defined yet, so using it fails with AttributeError. CPU tensors only, so far.
+What kolo supports today is exported here; the rest of horovod.torch (process sets other than
+the global one, elastic training) is not defined yet, so using it fails with AttributeError. CPU tensors only, so far.
 See bindings/python/README.md.
 """
 
@@ -30,7 +29,7 @@ from kolo.torch.mpi_ops import global_process_set
 from kolo.torch.mpi_ops import Average, Sum, Adasum, Min, Max, Product
 from kolo.torch.mpi_ops import HorovodInternalError
 from kolo.torch.exchange_ops import (alltoall, alltoall_async, barrier, grouped_reducescatter,
-                                     grouped_reducescatter_async, reducescatter,
+                                     grouped_reducescatter_async, join, reducescatter,
                                      reducescatter_async)
 from kolo.torch.optimizer import DistributedOptimizer
 from kolo.torch.sync_batch_norm import SyncBatchNorm
@@ -52,7 +51,7 @@ __all__ = [
     "global_process_set",
     "Average", "Sum", "Adasum", "Min", "Max", "Product",
     "HorovodInternalError",
-    "alltoall", "alltoall_async", "barrier", "reducescatter", "reducescatter_async",
+    "alltoall", "alltoall_async", "barrier", "join", "reducescatter", "reducescatter_async",
     "grouped_reducescatter", "grouped_reducescatter_async",
     "DistributedOptimizer",
     "SyncBatchNorm",

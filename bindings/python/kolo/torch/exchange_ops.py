@@ -1,4 +1,4 @@
-"""Horovod's reducescatter, alltoall and barrier over kolo's runtime operations.
+"""Horovod's reducescatter, alltoall, barrier and join over kolo's runtime operations.
 
 Same conventions as mpi_ops (int handles for poll()/synchronize(), names "<op>.<name>" or
 "<op>.noname.<n>", HorovodInternalError carrying the runtime's message). The autograd rules:
@@ -7,6 +7,8 @@ Same conventions as mpi_ops (int handles for poll()/synchronize(), names "<op>.<
 - alltoall: the gradient of what rank r received from q goes back to q: an alltoall of the
   output gradient with the received splits as the send splits (Horovod's rule).
 """
+
+import itertools
 
 import torch
 
@@ -189,3 +191,39 @@ def barrier(process_set=global_process_set):
         _k.barrier()
     except _k.KoloError as e:
         raise _ops._internal_error(e) from e
+
+
+# ---- join -----------------------------------------------------------------------------------
+
+
+def join(device=-1):
+    """Horovod's join: this rank has run out of data. Blocks until every rank has called join()
+    and returns the rank that joined last (the same on every rank).
+
+    Until then the other ranks' allreduces (and so DistributedOptimizer steps) go on, with each
+    joined rank contributing the identity of the reduction: zeros for Sum and Average (Average
+    still divides by size(), as Horovod does, so active ranks' gradient averages include the
+    joined ranks' zeros), the largest value / +inf for Min, the lowest / -inf for Max, 1 for
+    Product. Their barrier() calls include the joined ranks. An allgather, broadcast,
+    reducescatter or alltoall that needs a joined rank raises HorovodInternalError on the ranks
+    that submitted it ("... rank(s) r joined and cannot take part in ..."). ``device`` is
+    Horovod's device for its temporary tensors: only -1 (CPU) so far."""
+    if device != -1:
+        raise ValueError("kolo: join(device=%r): CPU only so far (device must be -1)" % (device,))
+    try:
+        last = _k.join()
+    except _k.KoloError as e:
+        raise _ops._internal_error(e) from e
+    _resync_handles()
+    return last
+
+
+def _resync_handles():
+    """Unnamed operations are named after their handle ("allreduce.noname.<handle>"), and the
+    handle counter counts every operation; ranks that ran different numbers of steps before
+    joining would give their next unnamed operations different names and wait for each other
+    forever (as in Horovod). join is collective, so every rank moves its counter past the
+    largest one here, and unnamed operations match again."""
+    mine = next(_ops._handle_counter)
+    counts = _ops.allgather(torch.tensor([mine], dtype=torch.int64), name="__kolo_join.handles")
+    _ops._handle_counter = itertools.count(int(counts.max()) + 1)
