@@ -26,11 +26,7 @@ using testing::Tolerance;
 using testing::Value;
 using testing::WaitFor;
 
-Config FastConfig() {
-  Config c;
-  c.cycle_time_ms = 0.5;
-  return c;
-}
+using testing::FastConfig;
 
 Request Req(OpType op, const std::string& name, std::vector<int64_t> shape = {4}) {
   Request r;

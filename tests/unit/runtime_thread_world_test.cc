@@ -23,11 +23,7 @@ using testing::Tolerance;
 using testing::Value;
 using testing::WaitFor;
 
-Config FastConfig() {
-  Config c;
-  c.cycle_time_ms = 0.5;
-  return c;
-}
+using testing::FastConfig;
 
 Submission Allreduce(const std::string& name, const void* in, void* out, DataType t,
                      std::vector<int64_t> shape, ReduceOp op) {

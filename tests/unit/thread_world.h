@@ -18,6 +18,13 @@ namespace kolo::testing {
 void RunOnThreadWorld(int ranks, const std::function<void(Communicator&)>& fn,
                       std::chrono::milliseconds deadline = std::chrono::seconds(20));
 
+// Default configuration with a short cycle, so tests that wait on a cycle are fast.
+inline Config FastConfig() {
+  Config c;
+  c.cycle_time_ms = 0.5;
+  return c;
+}
+
 // `ranks` started Runtimes over fresh loopback control and data worlds (empty on failure).
 std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config);
 
