@@ -106,7 +106,9 @@ class Handle {
   // alltoall only, after a successful wait: how many rows came from each rank.
   std::vector<int64_t> ReceivedSplits() {
     Wait();
-    std::vector<int64_t> splits(static_cast<size_t>(kolo_size()));
+    const int size = kolo_size();
+    if (size <= 0) Raise(KOLO_ERR_FAILED_PRECONDITION, "'" + name_ + "': kolo is not initialized");
+    std::vector<int64_t> splits(static_cast<size_t>(size));
     Check(kolo_handle_received_splits(h_, splits.data()));
     return splits;
   }
@@ -191,6 +193,15 @@ class Handle {
   std::string name_;
 };
 
+// Names cross the C API as C strings: an embedded NUL would silently truncate them, and two
+// different names could then match.
+const std::string& CheckName(const std::string& name) {
+  if (name.find('\0') != std::string::npos) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT, "operation name contains a NUL character");
+  }
+  return name;
+}
+
 kolo_dtype_t Dtype(int code) {
   if (kolo_dtype_size(static_cast<kolo_dtype_t>(code)) == 0) {
     Raise(KOLO_ERR_INVALID_ARGUMENT, "unknown kolo dtype code " + std::to_string(code));
@@ -208,7 +219,7 @@ std::unique_ptr<Handle> AllreduceAsync(const std::string& name, py::capsule in, 
     Raise(KOLO_ERR_INVALID_ARGUMENT, "allreduce '" + name + "': output shape differs from input");
   }
   kolo_handle_t h = nullptr;
-  Check(kolo_allreduce_async(name.c_str(), vin.data, vout.data, dtype,
+  Check(kolo_allreduce_async(CheckName(name).c_str(), vin.data, vout.data, dtype,
                              static_cast<int>(vin.shape.size()), vin.shape.data(),
                              static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
@@ -218,7 +229,7 @@ std::unique_ptr<Handle> AllgatherAsync(const std::string& name, py::capsule in, 
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "allgather '" + name + "' input");
   kolo_handle_t h = nullptr;
-  Check(kolo_allgather_async(name.c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
+  Check(kolo_allgather_async(CheckName(name).c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
                              vin.shape.data(), &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
 }
@@ -229,7 +240,7 @@ std::unique_ptr<Handle> ReducescatterAsync(const std::string& name, py::capsule 
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "reducescatter '" + name + "' input");
   kolo_handle_t h = nullptr;
-  Check(kolo_reducescatter_async(name.c_str(), vin.data, dtype,
+  Check(kolo_reducescatter_async(CheckName(name).c_str(), vin.data, dtype,
                                  static_cast<int>(vin.shape.size()), vin.shape.data(),
                                  static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
@@ -240,7 +251,7 @@ std::unique_ptr<Handle> AlltoallAsync(const std::string& name, py::capsule in, i
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "alltoall '" + name + "' input");
   kolo_handle_t h = nullptr;
-  Check(kolo_alltoall_async(name.c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
+  Check(kolo_alltoall_async(CheckName(name).c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
                             vin.shape.data(), splits.empty() ? nullptr : splits.data(), &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
 }
@@ -254,7 +265,7 @@ std::unique_ptr<Handle> BroadcastAsync(const std::string& name, py::capsule in, 
     Raise(KOLO_ERR_INVALID_ARGUMENT, "broadcast '" + name + "': output shape differs from input");
   }
   kolo_handle_t h = nullptr;
-  Check(kolo_broadcast_async(name.c_str(), vin.data, vout.data, dtype,
+  Check(kolo_broadcast_async(CheckName(name).c_str(), vin.data, vout.data, dtype,
                              static_cast<int>(vin.shape.size()), vin.shape.data(), root, &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
 }

@@ -172,3 +172,42 @@ def test_name_reused_while_in_flight():
     # The name is free again once its operation completed.
     assert_matches(hvd.allreduce(mine, name="inflight.phase0", op=hvd.Sum), expected, "reuse")
     _next_op_works("inflight")
+
+
+def test_grouped_in_place_refuses_aliased_tensors():
+    t = torch.ones(8)
+    with pytest.raises(ValueError, match="share memory"):
+        hvd.grouped_allreduce_([t, t], op=hvd.Sum)
+    with pytest.raises(ValueError, match="share memory"):
+        hvd.grouped_allreduce_([t, t[2:5]], op=hvd.Sum)
+    a, b = t[:4], t[4:]  # disjoint views of one storage are fine
+    hvd.grouped_allreduce_([a, b], op=hvd.Sum)
+    assert torch.equal(t, torch.full((8,), float(hvd.size())))
+
+
+def test_names_with_nul_are_refused():
+    with pytest.raises(Exception, match="NUL"):
+        hvd.allreduce(torch.ones(2), name="loss\0rank%d" % hvd.rank())
+
+
+def test_unpicklable_objects_fail_on_every_rank():
+    unpicklable = (lambda x: x) if hvd.rank() == 0 else None
+    with pytest.raises(ValueError, match="pickle"):
+        hvd.broadcast_object(unpicklable, root_rank=0, name="bad-object")
+    with pytest.raises(ValueError, match="pickle"):
+        hvd.allgather_object(unpicklable, name="bad-objects")
+    # and the next object goes through
+    assert hvd.broadcast_object({"ok": 1}, root_rank=0, name="bad-object") == {"ok": 1}
+
+
+def test_synchronize_after_shutdown_raises():
+    # Different names on every rank: the operation can only end by the shutdown.
+    handle = hvd.allreduce_async(torch.ones(2), name="orphan-%d" % hvd.rank())
+    hvd.shutdown()
+    try:
+        with pytest.raises(hvd.HorovodInternalError, match="shut down"):
+            hvd.synchronize(handle)
+    finally:
+        hvd.init()
+    assert_matches(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="after-reinit"),
+                   torch.full((2,), float(hvd.size())))

@@ -138,13 +138,23 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
         name = "broadcast_object"
 
     if rank() == root_rank:
-        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        # A pickling failure is announced (length -1) before it is raised, so the other ranks
+        # raise too instead of waiting for the payload.
+        try:
+            payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:
+            broadcast_(torch.tensor([-1], dtype=torch.int64), root_rank, name + ".sz")
+            raise ValueError("broadcast_object: rank %d cannot pickle the object: %s"
+                             % (root_rank, error)) from error
         data = _bytes_tensor(payload)
         length = torch.tensor([data.numel()], dtype=torch.int64)
         broadcast_(length, root_rank, name + ".sz")
     else:
         length = torch.zeros(1, dtype=torch.int64)
         broadcast_(length, root_rank, name + ".sz")
+        if int(length.item()) < 0:
+            raise ValueError("broadcast_object: rank %d could not pickle its object"
+                             % root_rank)
         data = torch.empty(int(length.item()), dtype=torch.uint8)
 
     broadcast_(data, root_rank, name + ".t")
@@ -166,11 +176,20 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     if name is None:
         name = "allgather_object"
 
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        failure = None
+    except Exception as error:  # announced (length -1) so every rank raises, then raised
+        payload, failure = b"", error
     data = _bytes_tensor(payload)
-    length = torch.tensor([data.numel()], dtype=torch.int64)
+    length = torch.tensor([data.numel() if failure is None else -1], dtype=torch.int64)
 
     lengths = allgather(length, name=name + ".sz").tolist()
+    if min(lengths) < 0:
+        bad = [r for r, n in enumerate(lengths) if n < 0]
+        raise ValueError("allgather_object: rank(s) %s cannot pickle their object%s"
+                         % (",".join(map(str, bad)),
+                            ": %s" % failure if failure is not None else "")) from failure
     gathered = allgather(data, name=name + ".t").numpy()
 
     objects = []

@@ -185,7 +185,8 @@ def shutdown():
     global _homogeneous
     _k.shutdown()
     with _lock:
-        _handle_map.clear()
+        # Pending handles stay: every kolo operation has completed now (failed, if it had not
+        # run), so synchronize() raises HorovodInternalError for them, as the docstring says.
         del _orphans[:]
     _homogeneous = None
 
@@ -347,7 +348,11 @@ def poll(handle):
         pending = _handle_map.get(handle)
     if pending is None:
         raise ValueError("Handle %r was not created or has been cleared." % (handle,))
-    return all(h.poll() for h in pending.handles)
+    try:
+        return all(h.poll() for h in pending.handles)
+    except _k.KoloError:
+        # Another thread's synchronize() took the result meanwhile: it has completed.
+        return True
 
 
 def synchronize(handle):
@@ -571,6 +576,23 @@ def _as_tensor_list(tensors, what):
     return tensors
 
 
+def _memory_range(t):
+    """[first byte, last byte + 1) of the elements of ``t`` in its storage."""
+    extent = 1 + sum((d - 1) * s for d, s in zip(t.shape, t.stride()) if d > 0)
+    start = t.data_ptr()
+    return start, start + (extent if t.numel() else 0) * t.element_size()
+
+
+def _check_disjoint(tensors, what):
+    """In-place grouped operations reduce each tensor separately: a tensor listed twice, or
+    views that share elements, would be reduced twice (or not, depending on fusion)."""
+    ranges = sorted((_memory_range(t), i) for i, t in enumerate(tensors) if t.numel())
+    for ((_, end), i), ((start, _), j) in zip(ranges, ranges[1:]):
+        if start < end:
+            raise ValueError("kolo %s: tensors %d and %d share memory; an in-place grouped "
+                             "operation needs disjoint tensors" % (what, min(i, j), max(i, j)))
+
+
 def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, postscale_factor,
                              process_set):
     _check_process_set(process_set)
@@ -578,6 +600,8 @@ def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, posts
     handle, names = _grouped_names("allreduce", name, len(tensors))
     for t, n in zip(tensors, names):
         _check_tensor(t, "grouped_allreduce '%s'" % n)
+    if in_place:
+        _check_disjoint(tensors, "grouped_allreduce_")
     inputs = [_contiguous(t) for t in tensors]
     if in_place:
         outputs = inputs
