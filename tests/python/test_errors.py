@@ -203,6 +203,7 @@ def test_unpicklable_objects_fail_on_every_rank():
 def test_synchronize_after_shutdown_raises():
     # Different names on every rank: the operation can only end by the shutdown.
     handle = hvd.allreduce_async(torch.ones(2), name="orphan-%d" % hvd.rank())
+    hvd.barrier()  # every rank has submitted before any shuts down
     hvd.shutdown()
     try:
         with pytest.raises(hvd.HorovodInternalError, match="shut down"):
