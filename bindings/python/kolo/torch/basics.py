@@ -1,0 +1,211 @@
+"""kolo.torch's basics: reduction codes, error types, dtypes, the global process set, the
+rank layout and the build flags (Horovod's names). The collective operations are in mpi_ops.
+"""
+
+import torch
+
+from kolo import _kolo as _k
+
+# ---- reduction operations (kolo's codes, which are Horovod's numbers) ----------------------------
+
+Average = _k.AVERAGE
+Sum = _k.SUM
+Adasum = _k.ADASUM
+Min = _k.MIN
+Max = _k.MAX
+Product = _k.PRODUCT
+
+_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max",
+             Product: "Product"}
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+class HorovodInternalError(_k.KoloError):
+    """A kolo operation failed (a mismatch between ranks, a refused submission, a lost peer, a
+    shutdown...). Horovod's name for it, so ``except hvd.HorovodInternalError`` keeps working.
+    It is a RuntimeError and a ``kolo.KoloError``; the message is the runtime's and ``code`` its
+    kolo_status_t."""
+
+
+class UnsupportedTensorError(TypeError, ValueError):
+    """A tensor kolo cannot communicate: a dtype it lacks, a device other than the CPU, a sparse
+    layout. Both a TypeError and a ValueError (Horovod raises ValueError for these)."""
+
+
+class InvalidSubmissionError(HorovodInternalError, ValueError):
+    """kolo refused a submission as invalid (a name still in flight, a bad op...): a
+    HorovodInternalError that is also a ValueError, which is what Horovod raises for an invalid
+    argument at submission."""
+
+
+_INVALID_ARGUMENT = 3  # kolo_status_t KOLO_ERR_INVALID_ARGUMENT
+
+
+def _internal_error(e, at_submission=False):
+    code = getattr(e, "code", None)
+    if at_submission and code == _INVALID_ARGUMENT:
+        err = InvalidSubmissionError(str(e))
+    else:
+        err = HorovodInternalError(str(e))
+    err.code = code
+    return err
+
+
+_NOT_INITIALIZED = "kolo has not been initialized; use hvd.init()."
+
+# ---- dtypes ---------------------------------------------------------------------------------
+
+_DTYPES = {
+    torch.uint8: _k.UINT8,
+    torch.int8: _k.INT8,
+    torch.int16: _k.INT16,
+    torch.int32: _k.INT32,
+    torch.int64: _k.INT64,
+    torch.float16: _k.FLOAT16,
+    torch.bfloat16: _k.BFLOAT16,
+    torch.float32: _k.FLOAT32,
+    torch.float64: _k.FLOAT64,
+    torch.bool: _k.BOOL,
+}
+if getattr(torch, "uint16", None) is not None:  # torch >= 2.3
+    _DTYPES[torch.uint16] = _k.UINT16
+
+# ---- process sets: only the global one, so far ----------------------------------------------
+
+
+class _GlobalProcessSet(object):
+    """The set of all ranks, the only process set kolo supports so far (Horovod's
+    ``hvd.global_process_set``)."""
+
+    process_set_id = 0
+
+    @property
+    def ranks(self):
+        return list(range(size()))
+
+    def size(self):
+        return size()
+
+    def rank(self):
+        return rank()
+
+    def included(self):
+        return True
+
+    def __repr__(self):
+        return "ProcessSet(process_set_id=0, ranks=all)"
+
+
+global_process_set = _GlobalProcessSet()
+
+
+def _check_process_set(process_set):
+    if process_set is None or process_set is global_process_set:
+        return
+    raise ValueError(
+        "kolo: process sets are not supported yet: only the global process set "
+        "(hvd.global_process_set, the default) is; got %r" % (process_set,))
+
+
+# ---- layout and build ---------------------------------------------------------------------
+
+def is_initialized():
+    """True when init() succeeded and shutdown() has not been called since."""
+    return bool(_k.is_initialized())
+
+
+def _layout(value):
+    if value < 0:
+        raise ValueError(_NOT_INITIALIZED)
+    return value
+
+
+def size():
+    """The number of ranks."""
+    return _layout(_k.size())
+
+
+def local_size():
+    """The number of ranks on this node."""
+    return _layout(_k.local_size())
+
+
+def cross_size():
+    """The number of nodes with a rank of this local rank."""
+    return _layout(_k.cross_size())
+
+
+def rank():
+    """This process's rank, in [0, size())."""
+    return _layout(_k.rank())
+
+
+def local_rank():
+    """This process's rank on its node."""
+    return _layout(_k.local_rank())
+
+
+def cross_rank():
+    """This process's rank among the ranks of the same local rank (its node's index)."""
+    return _layout(_k.cross_rank())
+
+
+def mpi_threads_supported():
+    """True when MPI provides MPI_THREAD_MULTIPLE."""
+    if not _k.is_initialized():
+        raise ValueError(_NOT_INITIALIZED)
+    return bool(_k.mpi_threads_supported())
+
+
+def mpi_enabled():
+    """kolo always communicates over MPI."""
+    return True
+
+
+def mpi_built():
+    return True
+
+
+def gloo_enabled():
+    return False
+
+
+def gloo_built():
+    return False
+
+
+def nccl_built():
+    """True when kolo was built with NCCL."""
+    return bool(_k.built_with_nccl())
+
+
+def cuda_built():
+    """True when kolo was built with CUDA."""
+    return bool(_k.built_with_cuda())
+
+
+def rocm_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+_TIMELINE_MESSAGE = ("kolo: the timeline is not yet supported (KOLO_TIMELINE arrives with the "
+                     "negotiation issue)")
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Not supported yet."""
+    raise NotImplementedError(_TIMELINE_MESSAGE)
+
+
+def stop_timeline():
+    """Not supported yet."""
+    raise NotImplementedError(_TIMELINE_MESSAGE)
