@@ -310,7 +310,9 @@ Response BuildResponse(const std::vector<Request>& by_rank) {
   resp.device = first.device;
   switch (first.op) {
     case OpType::kAllreduce:
-      resp.type = ResponseType::kAllreduce;
+    case OpType::kReducescatter:
+      resp.type = first.op == OpType::kAllreduce ? ResponseType::kAllreduce
+                                                 : ResponseType::kReducescatter;
       resp.reduce_op = first.reduce_op;
       resp.prescale = first.prescale;
       resp.postscale = first.postscale;
@@ -339,13 +341,6 @@ Response BuildResponse(const std::vector<Request>& by_rank) {
     case OpType::kBroadcast:
       resp.type = ResponseType::kBroadcast;
       resp.root = first.root;
-      break;
-    case OpType::kReducescatter:
-      resp.type = ResponseType::kReducescatter;
-      resp.reduce_op = first.reduce_op;
-      resp.prescale = first.prescale;
-      resp.postscale = first.postscale;
-      resp.counts = {NumElements(first.shape)};
       break;
     case OpType::kAlltoall: {
       std::string why_not = AlltoallSplits(by_rank, &resp.splits);

@@ -61,6 +61,23 @@ kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
   return KOLO_SUCCESS;
 }
 
+// The fields every submission has; the callers add their operation's own.
+kolo::Submission NewSubmission(kolo::OpType op, const char* name, const void* input,
+                               kolo_dtype_t dtype) {
+  kolo::Submission sub;
+  sub.op = op;
+  sub.name = name ? name : "";
+  sub.input = input;
+  sub.dtype = static_cast<kolo::DataType>(dtype);
+  return sub;
+}
+
+kolo_status_t CheckReduceOp(int op, const char* what, const char* name) {
+  if (kolo::IsValidReduceOp(op)) return KOLO_SUCCESS;
+  return Fail(kolo::InvalidArgumentError(std::string(what) + " '" + (name ? name : "") +
+                                         "': unknown reduce op " + std::to_string(op)));
+}
+
 kolo_status_t CheckDtype(int dtype, const char* name) {
   if (!kolo::IsValidDataType(dtype)) {
     return Fail(kolo::InvalidArgumentError(std::string("'") + (name ? name : "") +
@@ -138,16 +155,9 @@ kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* ou
                                    kolo_reduce_op_t op, double prescale_factor,
                                    double postscale_factor, kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
-  if (!kolo::IsValidReduceOp(op)) {
-    return Fail(kolo::InvalidArgumentError(std::string("allreduce '") + (name ? name : "") +
-                                           "': unknown reduce op " + std::to_string(int(op))));
-  }
-  kolo::Submission sub;
-  sub.op = kolo::OpType::kAllreduce;
-  sub.name = name ? name : "";
-  sub.input = input;
+  if (kolo_status_t s = CheckReduceOp(op, "allreduce", name)) return s;
+  kolo::Submission sub = NewSubmission(kolo::OpType::kAllreduce, name, input, dtype);
   sub.output = output;
-  sub.dtype = static_cast<kolo::DataType>(dtype);
   sub.reduce_op = static_cast<kolo::ReduceOp>(op);
   sub.prescale = prescale_factor;
   sub.postscale = postscale_factor;
@@ -157,11 +167,7 @@ kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* ou
 kolo_status_t kolo_allgather_async(const char* name, const void* input, kolo_dtype_t dtype,
                                    int ndim, const int64_t* shape, kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
-  kolo::Submission sub;
-  sub.op = kolo::OpType::kAllgather;
-  sub.name = name ? name : "";
-  sub.input = input;
-  sub.dtype = static_cast<kolo::DataType>(dtype);
+  kolo::Submission sub = NewSubmission(kolo::OpType::kAllgather, name, input, dtype);
   return Submit(std::move(sub), ndim, shape, handle);
 }
 
@@ -169,12 +175,8 @@ kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* ou
                                    kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                    int root_rank, kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
-  kolo::Submission sub;
-  sub.op = kolo::OpType::kBroadcast;
-  sub.name = name ? name : "";
-  sub.input = input;
+  kolo::Submission sub = NewSubmission(kolo::OpType::kBroadcast, name, input, dtype);
   sub.output = output;
-  sub.dtype = static_cast<kolo::DataType>(dtype);
   sub.root = root_rank;
   return Submit(std::move(sub), ndim, shape, handle);
 }
@@ -184,15 +186,8 @@ kolo_status_t kolo_reducescatter_async(const char* name, const void* input, kolo
                                        double prescale_factor, double postscale_factor,
                                        kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
-  if (!kolo::IsValidReduceOp(op)) {
-    return Fail(kolo::InvalidArgumentError(std::string("reducescatter '") + (name ? name : "") +
-                                           "': unknown reduce op " + std::to_string(int(op))));
-  }
-  kolo::Submission sub;
-  sub.op = kolo::OpType::kReducescatter;
-  sub.name = name ? name : "";
-  sub.input = input;
-  sub.dtype = static_cast<kolo::DataType>(dtype);
+  if (kolo_status_t s = CheckReduceOp(op, "reducescatter", name)) return s;
+  kolo::Submission sub = NewSubmission(kolo::OpType::kReducescatter, name, input, dtype);
   sub.reduce_op = static_cast<kolo::ReduceOp>(op);
   sub.prescale = prescale_factor;
   sub.postscale = postscale_factor;
@@ -203,11 +198,7 @@ kolo_status_t kolo_alltoall_async(const char* name, const void* input, kolo_dtyp
                                   int ndim, const int64_t* shape, const int64_t* splits,
                                   kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
-  kolo::Submission sub;
-  sub.op = kolo::OpType::kAlltoall;
-  sub.name = name ? name : "";
-  sub.input = input;
-  sub.dtype = static_cast<kolo::DataType>(dtype);
+  kolo::Submission sub = NewSubmission(kolo::OpType::kAlltoall, name, input, dtype);
   return Submit(std::move(sub), ndim, shape, handle, splits);
 }
 
