@@ -29,5 +29,6 @@ Status Communicator::GatherBytes(const std::string&, std::vector<std::string>*, 
   return NoNative("GatherBytes");
 }
 Status Communicator::BroadcastBytes(std::string*, int) { return NoNative("BroadcastBytes"); }
+Status Communicator::AndBits(uint64_t*, size_t) { return NoNative("AndBits"); }
 
 }  // namespace kolo

@@ -9,6 +9,7 @@
 #define KOLO_COLLECTIVES_COMMUNICATOR_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,9 @@ class Communicator {
   virtual Status GatherBytes(const std::string& mine, std::vector<std::string>* all, int root);
   // `root`'s *bytes replaces every other rank's *bytes.
   virtual Status BroadcastBytes(std::string* bytes, int root);
+  // Bitwise AND of `count` 64-bit words over all ranks, in place (the response cache's
+  // readiness bits, runtime/controller.cc).
+  virtual Status AndBits(uint64_t* words, size_t count);
 
  protected:
   Status NoNative(std::string_view what) const;

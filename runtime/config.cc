@@ -24,6 +24,16 @@ const std::vector<Knob>& Knobs() {
       {"KOLO_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "", "warning",
        "trace, debug, info, warning, error or fatal"},
       {"KOLO_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", "0/1", "0", "1 hides time stamps in logs"},
+      {"KOLO_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "entries", "1024",
+       "tensors whose negotiation is remembered, so a repeat is agreed with one bit all-reduce; "
+       "0 disables the response cache (same value on every rank)"},
+      {"KOLO_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS", "s", "60",
+       "rank 0 warns about tensors some ranks submitted and others have not for this long, "
+       "naming the missing ranks"},
+      {"KOLO_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "s", "0",
+       "after this long, such tensors fail on every rank with the stall message; 0 = never"},
+      {"KOLO_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "0/1", "0",
+       "1 turns the stall inspector off"},
   };
   return knobs;
 }
@@ -99,6 +109,28 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
         if (*bytes < 64) return Malformed(v, "must be at least 64 bytes");
         c.fusion_chunk_bytes = *bytes;
       }
+    } else if (knob.name == "KOLO_CACHE_CAPACITY") {
+      char* end = nullptr;
+      errno = 0;
+      long long n = std::strtoll(v, &end, 10);
+      if (errno || *end != '\0' || !std::isdigit(static_cast<unsigned char>(*v)) || n > 1 << 20) {
+        return Malformed(v, "expected a number of entries in [0, 1048576]");
+      }
+      c.cache_capacity = n;
+    } else if (knob.name == "KOLO_STALL_CHECK_TIME_SECONDS" ||
+               knob.name == "KOLO_STALL_SHUTDOWN_TIME_SECONDS") {
+      char* end = nullptr;
+      errno = 0;
+      double s = std::strtod(v, &end);
+      if (errno || *end != '\0' || !(s >= 0) || s > 1e6) {
+        return Malformed(v, "expected seconds in [0, 1000000]");
+      }
+      (knob.name == "KOLO_STALL_CHECK_TIME_SECONDS" ? c.stall_check_seconds
+                                                    : c.stall_shutdown_seconds) = s;
+    } else if (knob.name == "KOLO_STALL_CHECK_DISABLE") {
+      std::string s(v);
+      if (s != "0" && s != "1") return Malformed(v, "expected 0 or 1");
+      c.stall_check_disable = s == "1";
     } else if (knob.name == "KOLO_LOG_LEVEL") {
       auto level = ParseLogLevel(v);
       if (!level.ok()) return Malformed(v, level.status().message());

@@ -21,6 +21,10 @@ struct Config {
   bool wake_on_submit = true;                 // KOLO_WAKE_ON_SUBMIT
   LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
   bool log_hide_time = false;                 // KOLO_LOG_HIDE_TIME
+  int64_t cache_capacity = 1024;              // KOLO_CACHE_CAPACITY; 0 disables the cache
+  double stall_check_seconds = 60;            // KOLO_STALL_CHECK_TIME_SECONDS
+  double stall_shutdown_seconds = 0;          // KOLO_STALL_SHUTDOWN_TIME_SECONDS; 0 = off
+  bool stall_check_disable = false;           // KOLO_STALL_CHECK_DISABLE
 };
 
 struct Knob {

@@ -5,12 +5,176 @@
 
 namespace kolo {
 
-Controller::Controller(Communicator& control, int64_t fusion_threshold_bytes,
-                       int64_t direct_bytes)
+Controller::Controller(Communicator& control, ControllerOptions options)
     : control_(control),
-      fusion_threshold_bytes_(fusion_threshold_bytes),
-      direct_bytes_(direct_bytes),
-      coordinator_(control.Size()) {}
+      options_(options),
+      coordinator_(control.Size()),
+      stall_(options.stall),
+      cache_(options.cache_capacity > 0 ? static_cast<size_t>(options.cache_capacity) : 0) {}
+
+StatusOr<ResponseList> Controller::Negotiate(const RequestList& mine) {
+  const auto start = Clock::now();
+  ++stats_.cycles;
+  std::vector<Request> uncached;
+  uncached.swap(deferred_);
+  std::vector<int> stale;
+  for (const Request& r : mine.requests) {
+    if (r.op == OpType::kJoin) joined_ = true;
+    if (!cache_.enabled() || !ResponseCache::Cacheable(r)) {
+      uncached.push_back(r);
+      continue;
+    }
+    int slot = -1;
+    switch (cache_.Find(r, &slot)) {
+      case ResponseCache::Lookup::kHit:
+        ++stats_.cache_hits;
+        hits_.emplace(slot, Hit{r, start});
+        break;
+      case ResponseCache::Lookup::kStale:
+        stale.push_back(slot);
+        [[fallthrough]];
+      case ResponseCache::Lookup::kMiss:
+        ++stats_.cache_misses;
+        uncached.push_back(r);
+        break;
+    }
+  }
+
+  std::vector<Response> responses;  // one tensor each, in execution order; fused below
+  bool any_slow = true;
+  bool any_joined = joined_;
+  if (cache_.enabled()) {
+    KOLO_RETURN_IF_ERROR(
+        AgreeOnHits(mine.shutdown, stale, &uncached, &responses, &any_slow, &any_joined));
+  }
+  ResponseList result;
+  if (any_slow) {
+    ++stats_.slow_cycles;
+    if (cache_.enabled()) {
+      for (const Request& r : uncached) {
+        if (ResponseCache::Cacheable(r)) sent_[r.name] = r;
+      }
+    }
+    RequestList list;
+    list.requests = std::move(uncached);
+    list.shutdown = mine.shutdown;
+    auto slow = SlowPath(list);
+    if (!slow.ok()) return slow.status();
+    result = std::move(*slow);
+    if (cache_.enabled()) CacheResponses(result.responses, any_joined);
+    for (const Response& r : result.responses) {
+      if (r.type == ResponseType::kJoin) joined_ = false;  // every rank has joined
+    }
+    responses.insert(responses.end(), std::make_move_iterator(result.responses.begin()),
+                     std::make_move_iterator(result.responses.end()));
+  }
+  result.responses = FuseResponses(std::move(responses), options_.fusion_threshold_bytes,
+                                   options_.fusion_direct_bytes);
+  stats_.negotiate_ns += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+  return result;
+}
+
+Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
+                               std::vector<Request>* uncached, std::vector<Response>* ready,
+                               bool* any_slow, bool* any_joined) {
+  const size_t capacity = cache_.capacity();
+  const size_t n = (capacity + 63) / 64;
+  std::vector<uint64_t> words(1 + 2 * n, 0);
+  uint64_t* ready_bits = words.data() + 1;
+  uint64_t* valid_bits = words.data() + 1 + n;
+  std::fill(valid_bits, valid_bits + n, ~uint64_t{0});
+  auto clear = [](uint64_t* bits, int slot) { bits[slot / 64] &= ~(uint64_t{1} << (slot % 64)); };
+  for (int slot : stale) clear(valid_bits, slot);
+  // A hit the peers have not matched for long goes to the coordinator, where the stall
+  // inspector can see which ranks are missing.
+  const auto now = Clock::now();
+  for (auto it = hits_.begin(); it != hits_.end();) {
+    if (now - it->second.since > stall_.HoldLimit()) {
+      clear(valid_bits, it->first);
+      uncached->push_back(std::move(it->second.request));
+      it = hits_.erase(it);
+    } else {
+      ready_bits[it->first / 64] |= uint64_t{1} << (it->first % 64);
+      ++it;
+    }
+  }
+  const bool stall_check_due = control_.Rank() == kCoordinator && coordinator_.pending() > 0 &&
+                               stall_.Due(now);
+  const bool need_slow = !uncached->empty() || shutdown || joined_ || stall_check_due;
+  words[0] = (need_slow ? 0 : kNoSlowPath) | (joined_ ? 0 : kNoneJoined);
+  KOLO_RETURN_IF_ERROR(control_.AndBits(words.data(), words.size())
+                           .AddContext("negotiation: agreeing on cached tensors"));
+  *any_slow = !(words[0] & kNoSlowPath);
+  *any_joined = !(words[0] & kNoneJoined);
+
+  // Slots some rank invalidated: erased everywhere; this rank's hit of one goes the slow way
+  // (the invalidating rank asked for the slow path, so it runs this cycle).
+  for (size_t w = 0; w < n; ++w) {
+    for (uint64_t cleared = ~valid_bits[w]; cleared; cleared &= cleared - 1) {
+      const int slot = static_cast<int>(w * 64) + __builtin_ctzll(cleared);
+      if (static_cast<size_t>(slot) >= capacity) break;
+      ++stats_.invalidations;
+      cache_.Erase(slot);
+      auto h = hits_.find(slot);
+      if (h != hits_.end()) {
+        uncached->push_back(std::move(h->second.request));
+        hits_.erase(h);
+      }
+    }
+  }
+  if (*any_joined) {
+    // A joined rank has no Request for its peers' names: everything goes to the coordinator,
+    // which knows who joined (a joined rank always asks for the slow path).
+    for (auto& [slot, hit] : hits_) uncached->push_back(std::move(hit.request));
+    hits_.clear();
+    return Status::OK();
+  }
+  for (size_t w = 0; w < n; ++w) {
+    for (uint64_t bits = ready_bits[w] & valid_bits[w]; bits; bits &= bits - 1) {
+      const int slot = static_cast<int>(w * 64) + __builtin_ctzll(bits);
+      auto h = hits_.find(slot);
+      if (h == hits_.end()) continue;  // cannot happen: this rank's own bit is in the AND
+      ready->push_back(cache_.response(slot));
+      cache_.Touch(slot);
+      hits_.erase(h);
+    }
+  }
+  return Status::OK();
+}
+
+void Controller::CacheResponses(const std::vector<Response>& responses, bool any_joined) {
+  for (const Response& r : responses) {
+    for (const std::string& name : r.names) {
+      auto it = sent_.find(name);
+      const bool cacheable = !any_joined && r.names.size() == 1 &&
+                             r.type != ResponseType::kError && r.type != ResponseType::kBarrier &&
+                             r.type != ResponseType::kJoin;
+      if (cacheable) {
+        // Every rank puts the same names in the same order, so slots stay equal everywhere.
+        // A rank without its own Request (cannot happen while nobody has joined) still takes
+        // the slot, with a Request no submission matches, so a later one invalidates it.
+        Request mine;
+        if (it != sent_.end()) {
+          mine = it->second;
+        } else {
+          mine.op = OpType::kJoin;
+        }
+        cache_.Put(r, mine);
+      }
+      if (it != sent_.end()) sent_.erase(it);
+    }
+  }
+  // A hit whose slot was given to another name waits for its peers the slow way now.
+  for (auto it = hits_.begin(); it != hits_.end();) {
+    if (!cache_.occupied(it->first) || cache_.name(it->first) != it->second.request.name) {
+      deferred_.push_back(std::move(it->second.request));
+      it = hits_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
 
 ResponseList Controller::Coordinate(const std::vector<std::string>& gathered) {
   ResponseList out;
@@ -24,8 +188,10 @@ ResponseList Controller::Coordinate(const std::vector<std::string>& gathered) {
     }
     coordinator_.Add(*list, static_cast<int>(r));
   }
-  out.responses =
-      FuseResponses(coordinator_.TakeReady(), fusion_threshold_bytes_, direct_bytes_);
+  out.responses = coordinator_.TakeReady();
+  for (Response& failed : stall_.Inspect(coordinator_, Clock::now())) {
+    out.responses.push_back(std::move(failed));
+  }
   if (coordinator_.shutdown_requested()) {
     out.shutdown = true;
     out.shutdown_rank = coordinator_.shutdown_rank();
@@ -33,7 +199,7 @@ ResponseList Controller::Coordinate(const std::vector<std::string>& gathered) {
   return out;
 }
 
-StatusOr<ResponseList> Controller::Negotiate(const RequestList& mine) {
+StatusOr<ResponseList> Controller::SlowPath(const RequestList& mine) {
   std::vector<std::string> gathered;
   KOLO_RETURN_IF_ERROR(control_.GatherBytes(EncodeRequestList(mine), &gathered, kCoordinator)
                            .AddContext("negotiation: gathering requests"));

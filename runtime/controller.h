@@ -1,35 +1,99 @@
-// One negotiation round over the control communicator (Horovod's controller protocol):
-// every rank sends the Requests it queued since the last round to the coordinator (rank 0);
-// the coordinator records them, turns the names that every rank has now submitted into
-// validated Responses, fuses compatible all-reduces and broadcasts the ordered ResponseList,
-// which every rank then executes in that order.
+// One negotiation round over the control communicator (Horovod's controller protocol, with its
+// response cache):
+//
+//  1. Fast path (KOLO_CACHE_CAPACITY > 0). Every rank sorts its new Requests: a name negotiated
+//     before with the same parameters is a cache hit and waits in `hits_`; anything else is
+//     uncached. One bitwise-AND all-reduce of [status | ready bits | valid bits] follows:
+//       status  bit 0 "no rank needs the slow path" (no uncached Request, no shutdown, no join)
+//               bit 1 "no rank has joined"
+//       ready   bit i: cache slot i is a hit waiting here — AND = ready on every rank
+//       valid   bit i cleared: a rank saw slot i's name with other parameters (or held the hit
+//               too long for the stall inspector): every rank erases the slot and sends its hit
+//               of that name the slow way.
+//     Slots ready everywhere become Responses in slot order, the same on every rank.
+//  2. Slow path, when any rank needs it (or there is no cache): every rank sends its uncached
+//     Requests to the coordinator (rank 0), which records them, turns the names every rank has
+//     now submitted into validated Responses and broadcasts the ResponseList. Each rank caches
+//     the Responses (one tensor each) in list order, so slots stay equal everywhere.
+//  3. Every rank fuses cache hits and broadcast Responses with the same rules
+//     (fusion/planner.h): the same fused groups everywhere.
+//
+// While any rank has joined, nothing is cached or served from the cache: a joined rank has no
+// Request of its own for the names its peers submit.
 #ifndef KOLO_RUNTIME_CONTROLLER_H_
 #define KOLO_RUNTIME_CONTROLLER_H_
 
+#include <chrono>
 #include <cstdint>
+#include <unordered_map>
 
 #include "collectives/communicator.h"
 #include "runtime/coordinator.h"
 #include "runtime/message.h"
+#include "runtime/response_cache.h"
+#include "runtime/stall_inspector.h"
 
 namespace kolo {
 
+struct ControllerOptions {
+  int64_t fusion_threshold_bytes = 128 << 20;
+  int64_t fusion_direct_bytes = 64 << 10;
+  int64_t cache_capacity = 1024;  // same on every rank
+  StallOptions stall;
+};
+
+// Counters for `kolo-bench --negotiation` and the C API's kolo_get_stats.
+struct NegotiationStats {
+  uint64_t cycles = 0;
+  uint64_t slow_cycles = 0;     // cycles that gathered Requests at the coordinator
+  uint64_t cache_hits = 0;      // Requests served from the cache
+  uint64_t cache_misses = 0;    // cacheable Requests that were not cached
+  uint64_t invalidations = 0;   // slots erased because parameters changed (or a hit stalled)
+  uint64_t negotiate_ns = 0;    // time spent in Negotiate
+};
+
 class Controller {
  public:
-  Controller(Communicator& control, int64_t fusion_threshold_bytes, int64_t direct_bytes);
+  Controller(Communicator& control, ControllerOptions options);
 
   // Collective over the control communicator. An error means the control plane itself failed
   // (a transport error); a malformed message from a peer becomes fatal_error in the result.
   StatusOr<ResponseList> Negotiate(const RequestList& mine);
 
+  const NegotiationStats& stats() const { return stats_; }
+
  private:
+  using Clock = std::chrono::steady_clock;
   static constexpr int kCoordinator = 0;
+  static constexpr uint64_t kNoSlowPath = 1;
+  static constexpr uint64_t kNoneJoined = 2;
+
+  struct Hit {
+    Request request;
+    Clock::time_point since;
+  };
+
+  // Step 1: the AND-ed bits decide which hits run now; invalidated ones join `uncached`.
+  // `stale`: slots whose names this rank submitted with other parameters.
+  Status AgreeOnHits(bool shutdown, const std::vector<int>& stale, std::vector<Request>* uncached,
+                     std::vector<Response>* ready, bool* any_slow, bool* any_joined);
+  // Step 2 (all ranks).
+  StatusOr<ResponseList> SlowPath(const RequestList& mine);
+  // Coordinator's part of step 2.
   ResponseList Coordinate(const std::vector<std::string>& gathered);
+  // After step 2: remember the Responses; hits whose slot was evicted go the slow way next.
+  void CacheResponses(const std::vector<Response>& responses, bool any_joined);
 
   Communicator& control_;
-  int64_t fusion_threshold_bytes_;
-  int64_t direct_bytes_;
+  const ControllerOptions options_;
   Coordinator coordinator_;
+  StallInspector stall_;
+  ResponseCache cache_;
+  std::unordered_map<int, Hit> hits_;                 // slot -> this rank's waiting hit
+  std::unordered_map<std::string, Request> sent_;     // uncached Requests awaiting a Response
+  std::vector<Request> deferred_;  // hits whose slot was evicted: sent the slow way next cycle
+  bool joined_ = false;            // this rank has sent a join that has not completed
+  NegotiationStats stats_;
 };
 
 }  // namespace kolo

@@ -52,6 +52,7 @@ void Coordinator::Add(const RequestList& list, int from_rank) {
       e.by_rank.resize(size_);
       e.submitted.assign(size_, false);
       e.seq = next_seq_++;
+      e.since = std::chrono::steady_clock::now();
     }
     if (e.submitted[r]) {
       // The enqueue check makes this impossible for a correct peer; report it, don't crash.
@@ -104,16 +105,41 @@ std::vector<Response> Coordinator::TakeReady() {
   return out;
 }
 
-namespace {
-
-std::string Scale(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
+std::vector<Coordinator::Waiting> Coordinator::Pending() const {
+  std::vector<std::pair<uint64_t, Waiting>> found;
+  for (const auto& [name, e] : table_) {
+    if (e.queued) continue;
+    Waiting w;
+    w.name = name;
+    w.since = e.since;
+    for (int r = 0; r < size_; ++r) {
+      if (e.submitted[r]) {
+        w.ready.push_back(r);
+        w.op = e.by_rank[r].op;
+      } else if (!joined_[r]) {
+        w.missing.push_back(r);
+      }
+    }
+    found.emplace_back(e.seq, std::move(w));
+  }
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Waiting> out;
+  out.reserve(found.size());
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
 }
 
-// "0", "1,3", "0-2,5": ranks in ascending order, runs collapsed.
+Response Coordinator::Fail(const std::string& name, StatusCode code, const std::string& error) {
+  table_.erase(name);
+  Response err;
+  err.type = ResponseType::kError;
+  err.names = {name};
+  err.error_code = code;
+  err.error = error;
+  return err;
+}
+
 std::string RankList(const std::vector<int>& ranks) {
   std::string out;
   for (size_t i = 0; i < ranks.size();) {
@@ -125,6 +151,15 @@ std::string RankList(const std::vector<int>& ranks) {
     i = j + 1;
   }
   return out;
+}
+
+namespace {
+
+std::string Scale(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
 }
 
 std::string Device(int d) { return d < 0 ? std::string("cpu") : "cuda:" + std::to_string(d); }

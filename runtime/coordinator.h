@@ -14,6 +14,7 @@
 #ifndef KOLO_RUNTIME_COORDINATOR_H_
 #define KOLO_RUNTIME_COORDINATOR_H_
 
+#include <chrono>
 #include <deque>
 #include <string>
 #include <unordered_map>
@@ -41,6 +42,20 @@ class Coordinator {
   // Ranks that have joined and wait for the others, in join order.
   const std::vector<int>& joined() const { return join_order_; }
 
+  // A name some ranks have submitted and others have neither submitted nor joined for.
+  struct Waiting {
+    std::string name;
+    OpType op;
+    std::vector<int> ready;    // ranks that submitted it
+    std::vector<int> missing;  // ranks that did not (and have not joined)
+    std::chrono::steady_clock::time_point since;  // when the first rank's Request arrived
+  };
+  // Every name not yet ready, in order of first submission.
+  std::vector<Waiting> Pending() const;
+  // Takes a name out of the table and returns an error Response for it (the stall inspector's
+  // shutdown); the names' Requests are dropped.
+  Response Fail(const std::string& name, StatusCode code, const std::string& error);
+
  private:
   struct Entry {
     std::vector<Request> by_rank;    // indexed by rank, valid where submitted[r]
@@ -49,6 +64,7 @@ class Coordinator {
     std::string duplicate_error;     // a rank submitted the name twice
     uint64_t seq = 0;                // order of first submission
     bool queued = false;             // in ready_
+    std::chrono::steady_clock::time_point since;
   };
 
   // Every rank has submitted the name or joined.
@@ -65,6 +81,9 @@ class Coordinator {
   std::vector<bool> joined_;      // indexed by rank
   std::vector<int> join_order_;   // joined ranks, in join order
 };
+
+// "0", "1,3", "0-2,5": ranks in ascending order, runs collapsed.
+std::string RankList(const std::vector<int>& ranks);
 
 // Validates the Requests of one name (one per rank, index = rank) and builds its Response.
 Response BuildResponse(const std::vector<Request>& by_rank);

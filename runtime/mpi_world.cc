@@ -83,17 +83,26 @@ Status AgreeOnStart(MpiCommunicator& control, const Status& local, const Config&
     return FailedPreconditionError("kolo_init: rank " + std::to_string(first_failed) +
                                    " could not start kolo (see its error); no rank starts");
   }
-  struct {
-    long value;
-    int rank;
-  } in{static_cast<long>(config.fusion_chunk_bytes), rank}, lo{}, hi{};
-  KOLO_MPI_CALL(MPI_Allreduce(&in, &lo, 1, MPI_LONG_INT, MPI_MINLOC, comm));
-  KOLO_MPI_CALL(MPI_Allreduce(&in, &hi, 1, MPI_LONG_INT, MPI_MAXLOC, comm));
-  if (lo.value != hi.value) {
-    return InvalidArgumentError(
-        "kolo_init: KOLO_FUSION_CHUNK_BYTES must be the same on every rank: rank " +
-        std::to_string(lo.rank) + " has " + std::to_string(lo.value) + ", rank " +
-        std::to_string(hi.rank) + " has " + std::to_string(hi.value));
+  // Knobs that shape what crosses the wire: a rank with another value would corrupt results
+  // (chunk pieces) or misread the negotiation (cache slots).
+  const std::pair<const char*, int64_t> shared[] = {
+      {"KOLO_FUSION_CHUNK_BYTES", config.fusion_chunk_bytes},
+      {"KOLO_CACHE_CAPACITY", config.cache_capacity},
+  };
+  for (const auto& [knob, value] : shared) {
+    struct {
+      long value;
+      int rank;
+    } in{static_cast<long>(value), rank}, lo{}, hi{};
+    KOLO_MPI_CALL(MPI_Allreduce(&in, &lo, 1, MPI_LONG_INT, MPI_MINLOC, comm));
+    KOLO_MPI_CALL(MPI_Allreduce(&in, &hi, 1, MPI_LONG_INT, MPI_MAXLOC, comm));
+    if (lo.value != hi.value) {
+      return InvalidArgumentError("kolo_init: " + std::string(knob) +
+                                  " must be the same on every rank: rank " +
+                                  std::to_string(lo.rank) + " has " + std::to_string(lo.value) +
+                                  ", rank " + std::to_string(hi.rank) + " has " +
+                                  std::to_string(hi.value));
+    }
   }
   return Status::OK();
 }

@@ -10,13 +10,28 @@
 
 namespace kolo {
 
+namespace {
+
+ControllerOptions ControllerOptionsOf(const Config& c) {
+  ControllerOptions o;
+  o.fusion_threshold_bytes = c.fusion_threshold_bytes;
+  o.fusion_direct_bytes = c.fusion_direct_bytes;
+  o.cache_capacity = c.cache_capacity;
+  o.stall.enabled = !c.stall_check_disable;
+  o.stall.check_seconds = c.stall_check_seconds;
+  o.stall.shutdown_seconds = c.stall_shutdown_seconds;
+  return o;
+}
+
+}  // namespace
+
 Runtime::Runtime(Config config, RankLayout layout, std::unique_ptr<Communicator> control,
                  std::unique_ptr<Communicator> data)
     : config_(config),
       layout_(layout),
       control_(std::move(control)),
       data_(std::move(data)),
-      controller_(*control_, config.fusion_threshold_bytes, config.fusion_direct_bytes),
+      controller_(*control_, ControllerOptionsOf(config)),
       fusion_(static_cast<size_t>(config.fusion_chunk_bytes)) {}
 
 Runtime::~Runtime() { Shutdown(); }
@@ -159,6 +174,11 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   return handle;
 }
 
+NegotiationStats Runtime::negotiation_stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
 void Runtime::Wake() {
   if (!config_.wake_on_submit) return;
   {
@@ -216,6 +236,10 @@ void Runtime::BackgroundLoop() {
     cycle_start = Clock::now();
     mine.requests = queue_.TakeNewRequests();
     auto result = controller_.Negotiate(mine);
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_ = controller_.stats();
+    }
     if (!result.ok()) {
       KOLO_LOG_ERROR("runtime", "negotiation failed: {}", result.status().ToString());
       FailAll(UnavailableError("kolo stopped: " + result.status().message()));

@@ -79,6 +79,8 @@ class Runtime {
   void Shutdown();
 
   const RankLayout& layout() const { return layout_; }
+  // The controller's counters as of the last completed cycle.
+  NegotiationStats negotiation_stats() const;
   const Config& config() const { return config_; }
 
  private:
@@ -125,6 +127,8 @@ class Runtime {
   std::mutex join_mu_;
   std::string join_name_;
   std::atomic<int> last_joined_{-1};  // set before the join's handle completes
+  mutable std::mutex stats_mu_;
+  NegotiationStats stats_;  // guarded by stats_mu_: a copy of controller_.stats()
 };
 
 // The reserved name prefix of Runtime::Barrier; refused for every other operation.

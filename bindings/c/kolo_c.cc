@@ -220,6 +220,23 @@ kolo_status_t kolo_join(int* last_joined_rank) {
   return KOLO_SUCCESS;
 }
 
+kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats) {
+  g_last_error.clear();
+  if (!stats) return Fail(kolo::InvalidArgumentError("kolo_negotiation_stats: stats is NULL"));
+  auto runtime = CurrentRuntime();
+  if (!runtime) {
+    return Fail(kolo::FailedPreconditionError("kolo_negotiation_stats: kolo is not initialized"));
+  }
+  const kolo::NegotiationStats s = runtime->negotiation_stats();
+  stats->cycles = s.cycles;
+  stats->slow_cycles = s.slow_cycles;
+  stats->cache_hits = s.cache_hits;
+  stats->cache_misses = s.cache_misses;
+  stats->cache_invalidations = s.invalidations;
+  stats->negotiate_ns = s.negotiate_ns;
+  return KOLO_SUCCESS;
+}
+
 int kolo_poll(kolo_handle_t handle) { return handle && handle->handle->Poll() ? 1 : 0; }
 
 kolo_status_t kolo_wait(kolo_handle_t handle) {

@@ -1,5 +1,6 @@
 #include "collectives/loopback/loopback_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "collectives/reduce.h"
@@ -238,6 +239,21 @@ Status LoopbackCommunicator::BroadcastBytes(std::string* bytes, int root) {
       },
       "BroadcastBytes"));
   if (rank_ != root) *bytes = std::move(copy);
+  return Status::OK();
+}
+
+Status LoopbackCommunicator::AndBits(uint64_t* words, size_t count) {
+  std::vector<uint64_t> result(words, words + count);
+  KOLO_RETURN_IF_ERROR(world_->Exchange(
+      rank_, words,
+      [&](const std::vector<const void*>& posts) {
+        for (const void* p : posts) {
+          const uint64_t* theirs = static_cast<const uint64_t*>(p);
+          for (size_t i = 0; i < count; ++i) result[i] &= theirs[i];
+        }
+      },
+      "AndBits"));
+  std::copy(result.begin(), result.end(), words);
   return Status::OK();
 }
 

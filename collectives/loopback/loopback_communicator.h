@@ -73,6 +73,7 @@ class LoopbackCommunicator : public Communicator {
   Status Barrier() override;
   Status GatherBytes(const std::string& mine, std::vector<std::string>* all, int root) override;
   Status BroadcastBytes(std::string* bytes, int root) override;
+  Status AndBits(uint64_t* words, size_t count) override;
 
  private:
   std::shared_ptr<LoopbackWorld> world_;

@@ -391,4 +391,12 @@ Status MpiCommunicator::BroadcastBytes(std::string* bytes, int root) {
   return WaitPolled(&req);
 }
 
+Status MpiCommunicator::AndBits(uint64_t* words, size_t count) {
+  if (count > INT_MAX) return InvalidArgumentError("AndBits: more than 2^31-1 words");
+  MPI_Request req;
+  KOLO_MPI_CALL(MPI_Iallreduce(MPI_IN_PLACE, words, static_cast<int>(count), MPI_UINT64_T,
+                               MPI_BAND, comm_, &req));
+  return WaitPolled(&req);
+}
+
 }  // namespace kolo

@@ -40,6 +40,7 @@ class MpiCommunicator : public Communicator {
   // The control-plane calls are non-blocking collectives completed by WaitPolled, which
   // sleeps between tests instead of spinning (see there).
   Status BroadcastBytes(std::string* bytes, int root) override;
+  Status AndBits(uint64_t* words, size_t count) override;
 
  private:
   Status WaitPolled(MPI_Request* request);

@@ -245,6 +245,23 @@ KOLO_API kolo_status_t kolo_barrier(void);
  * the message is in kolo_last_error(). */
 KOLO_API kolo_status_t kolo_join(int* last_joined_rank);
 
+/* Counters of the negotiation since kolo_init, for benchmarks and for checking that the response
+ * cache works (KOLO_CACHE_CAPACITY): a training loop that repeats the same tensor names should
+ * show cache_hits growing and slow_cycles staying flat. */
+typedef struct {
+  uint64_t cycles;              /* negotiation cycles of the background thread */
+  uint64_t slow_cycles;         /* cycles that gathered requests at the coordinator (rank 0) */
+  uint64_t cache_hits;          /* submissions agreed through the response cache */
+  uint64_t cache_misses;        /* cacheable submissions that were not cached */
+  uint64_t cache_invalidations; /* cache entries dropped because a tensor's parameters changed,
+                                   or because its peers kept it waiting (stall inspector) */
+  uint64_t negotiate_ns;        /* time the background thread spent negotiating, ns */
+} kolo_negotiation_stats_t;
+
+/* Fills *stats (this rank's counters). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL),
+ * KOLO_ERR_FAILED_PRECONDITION (not initialised). */
+KOLO_API kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats);
+
 /* ---- handles ------------------------------------------------------------------------------- */
 
 /* 1 when the operation has completed (successfully or not), 0 otherwise. Non-blocking. */

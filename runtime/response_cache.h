@@ -1,0 +1,80 @@
+// The response cache (Horovod's response_cache.h idea, kolo's layout): once a name has been
+// negotiated, its single-tensor Response is kept, under the same slot number on every rank, so
+// later cycles agree on it with one bitwise-AND all-reduce of "slot i is ready here" bits
+// instead of a gather of Requests and a broadcast of Responses (runtime/controller.cc).
+//
+// Every rank must hold the same entries in the same slots: entries are only put, touched and
+// erased in response to facts every rank shares (the broadcast ResponseList, the AND-ed bits),
+// in the same order. Each rank keeps its own Request beside the Response: an allgather's or
+// alltoall's first dimension differs per rank, so a rank compares a new submission with the
+// one it made itself.
+//
+// Capacity: KOLO_CACHE_CAPACITY entries (0 = no cache); the least recently used entry goes
+// when a new one needs its slot.
+#ifndef KOLO_RUNTIME_RESPONSE_CACHE_H_
+#define KOLO_RUNTIME_RESPONSE_CACHE_H_
+
+#include <cstddef>
+#include <list>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/message.h"
+
+namespace kolo {
+
+class ResponseCache {
+ public:
+  enum class Lookup {
+    kMiss,   // name not cached
+    kHit,    // cached with exactly this Request's parameters
+    kStale,  // cached with other parameters: the entry must be invalidated on every rank
+  };
+
+  explicit ResponseCache(size_t capacity);
+
+  size_t capacity() const { return capacity_; }
+  size_t size() const { return by_name_.size(); }
+  bool enabled() const { return capacity_ > 0; }
+
+  // Only operations whose Response depends on nothing but the ranks' Requests are cached:
+  // allreduce, allgather, broadcast, reducescatter, alltoall; never a refused Request.
+  static bool Cacheable(const Request& r);
+
+  // Looks `r` up by name; *slot is set for kHit and kStale.
+  Lookup Find(const Request& r, int* slot) const;
+  const Response& response(int slot) const { return slots_[slot].response; }
+  const std::string& name(int slot) const { return slots_[slot].response.names[0]; }
+  bool occupied(int slot) const { return slots_[slot].occupied; }
+
+  // Marks the slot most recently used.
+  void Touch(int slot);
+  void Erase(int slot);
+  // Caches `single` (a Response naming one tensor, not an error) with this rank's Request for
+  // it, replacing an entry of the same name; evicts the least recently used entry when full.
+  // Returns the slot.
+  int Put(const Response& single, const Request& mine);
+
+ private:
+  struct Slot {
+    bool occupied = false;
+    Response response;
+    Request request;
+    std::list<int>::iterator lru;  // position in lru_ (front = most recent)
+  };
+
+  const size_t capacity_;
+  std::vector<Slot> slots_;
+  std::unordered_map<std::string, int> by_name_;
+  std::list<int> lru_;
+  std::vector<int> free_;  // free slots, lowest last
+};
+
+// True when `a` and `b` ask for the same operation with the same parameters (all that goes into
+// a Response, including this rank's shape and splits).
+bool SameParameters(const Request& a, const Request& b);
+
+}  // namespace kolo
+
+#endif  // KOLO_RUNTIME_RESPONSE_CACHE_H_

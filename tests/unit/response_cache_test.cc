@@ -1,0 +1,255 @@
+// The response cache as pure logic (LRU slots, hit/stale/miss), then the controller's cached
+// negotiation over the thread world: every rank must derive the same Responses, a changed
+// tensor must invalidate everywhere and be reported as a mismatch, and eviction must not lose a
+// tensor that waits for its peers.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <set>
+
+#include "runtime/controller.h"
+#include "runtime/response_cache.h"
+#include "runtime/wire/wire.h"
+#include "unit/thread_world.h"
+
+namespace kolo {
+namespace {
+
+Request Req(const std::string& name, std::vector<int64_t> shape = {4},
+            OpType op = OpType::kAllreduce) {
+  Request r;
+  r.op = op;
+  r.name = name;
+  r.shape = std::move(shape);
+  return r;
+}
+
+Response Resp(const std::string& name, int64_t count = 4) {
+  Response r;
+  r.names = {name};
+  r.counts = {count};
+  return r;
+}
+
+TEST(ResponseCache, HitStaleAndMiss) {
+  ResponseCache c(4);
+  const int slot = c.Put(Resp("a"), Req("a"));
+  int found = -1;
+  EXPECT_EQ(c.Find(Req("a"), &found), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(found, slot);
+  EXPECT_EQ(c.Find(Req("a", {5}), &found), ResponseCache::Lookup::kStale);
+  Request scaled = Req("a");
+  scaled.prescale = 0.5;
+  EXPECT_EQ(c.Find(scaled, &found), ResponseCache::Lookup::kStale);
+  EXPECT_EQ(c.Find(Req("a", {4}, OpType::kBroadcast), &found), ResponseCache::Lookup::kStale);
+  EXPECT_EQ(c.Find(Req("b"), &found), ResponseCache::Lookup::kMiss);
+  EXPECT_EQ(c.name(slot), "a");
+}
+
+TEST(ResponseCache, EvictsTheLeastRecentlyUsedAndReusesItsSlot) {
+  ResponseCache c(2);
+  const int a = c.Put(Resp("a"), Req("a"));
+  const int b = c.Put(Resp("b"), Req("b"));
+  EXPECT_NE(a, b);
+  c.Touch(a);
+  const int n = c.Put(Resp("c"), Req("c"));
+  EXPECT_EQ(n, b);  // b was least recently used
+  int found;
+  EXPECT_EQ(c.Find(Req("b"), &found), ResponseCache::Lookup::kMiss);
+  EXPECT_EQ(c.Find(Req("a"), &found), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(c.size(), 2u);
+}
+
+TEST(ResponseCache, PutOfACachedNameReplacesItAndEraseFreesTheSlot) {
+  ResponseCache c(3);
+  c.Put(Resp("a"), Req("a"));
+  const int b = c.Put(Resp("b"), Req("b"));
+  c.Put(Resp("a", 8), Req("a", {8}));
+  EXPECT_EQ(c.size(), 2u);
+  int found;
+  EXPECT_EQ(c.Find(Req("a", {8}), &found), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(c.response(found).counts, std::vector<int64_t>{8});
+  c.Erase(b);
+  EXPECT_FALSE(c.occupied(b));
+  EXPECT_EQ(c.Find(Req("b"), &found), ResponseCache::Lookup::kMiss);
+  EXPECT_EQ(c.Put(Resp("d"), Req("d")), b);  // the lowest free slot
+}
+
+TEST(ResponseCache, OnlyNegotiatedOperationsAreCacheable) {
+  EXPECT_TRUE(ResponseCache::Cacheable(Req("a")));
+  EXPECT_TRUE(ResponseCache::Cacheable(Req("g", {2, 3}, OpType::kAllgather)));
+  EXPECT_FALSE(ResponseCache::Cacheable(Req("__kolo_barrier.0", {}, OpType::kBarrier)));
+  EXPECT_FALSE(ResponseCache::Cacheable(Req("__kolo_join.0", {}, OpType::kJoin)));
+  Request refused = Req("a");
+  refused.refused = "bad input";
+  EXPECT_FALSE(ResponseCache::Cacheable(refused));
+}
+
+// One negotiation round per entry of `rounds` on every rank of a thread world; rounds[c][r] is
+// what rank r submits in cycle c. Returns every rank's ResponseLists, encoded, per cycle.
+struct Outcome {
+  std::vector<std::vector<ResponseList>> lists;  // [rank][cycle]
+  std::vector<NegotiationStats> stats;           // [rank]
+};
+
+Outcome Negotiate(int ranks, const std::vector<std::vector<std::vector<Request>>>& rounds,
+            ControllerOptions options) {
+  Outcome out;
+  out.lists.resize(ranks);
+  out.stats.resize(ranks);
+  testing::RunOnThreadWorld(ranks, [&](Communicator& comm) {
+    Controller controller(comm, options);
+    const int r = comm.Rank();
+    for (const auto& round : rounds) {
+      RequestList mine;
+      mine.requests = round[r];
+      for (Request& q : mine.requests) q.rank = r;
+      auto result = controller.Negotiate(mine);
+      ASSERT_TRUE(result.ok()) << result.status().ToString();
+      out.lists[r].push_back(*result);
+    }
+    out.stats[r] = controller.stats();
+  });
+  return out;
+}
+
+std::vector<std::string> Names(const ResponseList& l) {
+  std::vector<std::string> names;
+  for (const Response& r : l.responses) {
+    for (const std::string& n : r.names) names.push_back(n);
+  }
+  return names;
+}
+
+void ExpectSameOnEveryRank(const Outcome& o) {
+  for (size_t r = 1; r < o.lists.size(); ++r) {
+    ASSERT_EQ(o.lists[r].size(), o.lists[0].size());
+    for (size_t c = 0; c < o.lists[0].size(); ++c) {
+      EXPECT_EQ(EncodeResponseList(o.lists[r][c]), EncodeResponseList(o.lists[0][c]))
+          << "rank " << r << " cycle " << c;
+    }
+  }
+}
+
+ControllerOptions Options(int64_t capacity) {
+  ControllerOptions o;
+  o.cache_capacity = capacity;
+  return o;
+}
+
+class CachedController : public ::testing::TestWithParam<int> {};
+
+TEST_P(CachedController, RepeatedStepsAreAgreedWithoutTheCoordinator) {
+  const int n = GetParam();
+  std::vector<Request> step = {Req("a"), Req("b", {2, 3}), Req("g", {1, 2}, OpType::kAllgather)};
+  std::vector<std::vector<std::vector<Request>>> rounds(5, std::vector<std::vector<Request>>(n, step));
+  Outcome o = Negotiate(n, rounds, Options(16));
+  ExpectSameOnEveryRank(o);
+  for (size_t c = 0; c < rounds.size(); ++c) {
+    // a and b fused (same dtype and op), then g.
+    const ResponseList& l = o.lists[0][c];
+    ASSERT_EQ(l.responses.size(), 2u) << "cycle " << c;
+    EXPECT_EQ(l.responses[0].names, (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(l.responses[0].counts, (std::vector<int64_t>{4, 6}));
+    EXPECT_EQ(l.responses[1].type, ResponseType::kAllgather);
+    EXPECT_EQ(l.responses[1].first_dims, std::vector<int64_t>(n, 1));
+  }
+  for (const NegotiationStats& s : o.stats) {
+    EXPECT_EQ(s.cycles, 5u);
+    EXPECT_EQ(s.slow_cycles, 1u);  // only the first
+    EXPECT_EQ(s.cache_misses, 3u);
+    EXPECT_EQ(s.cache_hits, 12u);
+  }
+}
+
+TEST_P(CachedController, WithoutACacheEveryCycleGoesToTheCoordinator) {
+  const int n = GetParam();
+  std::vector<std::vector<std::vector<Request>>> rounds(3, std::vector<std::vector<Request>>(n, {Req("a")}));
+  Outcome o = Negotiate(n, rounds, Options(0));
+  ExpectSameOnEveryRank(o);
+  for (const NegotiationStats& s : o.stats) {
+    EXPECT_EQ(s.slow_cycles, 3u);
+    EXPECT_EQ(s.cache_hits, 0u);
+  }
+}
+
+TEST_P(CachedController, AHitWaitsForTheSlowestRank) {
+  const int n = GetParam();
+  std::vector<std::vector<std::vector<Request>>> rounds = {
+      std::vector<std::vector<Request>>(n, {Req("a")}),  // negotiated and cached
+      std::vector<std::vector<Request>>(n),              // idle
+      std::vector<std::vector<Request>>(n),
+      std::vector<std::vector<Request>>(n)};
+  for (int r = 0; r < n; ++r) rounds[1 + (r % 2)][r] = {Req("a")};  // odd ranks a cycle late
+  Outcome o = Negotiate(n, rounds, Options(16));
+  ExpectSameOnEveryRank(o);
+  EXPECT_EQ(Names(o.lists[0][0]), std::vector<std::string>{"a"});
+  if (n > 1) {
+    EXPECT_TRUE(o.lists[0][1].responses.empty());
+    EXPECT_EQ(Names(o.lists[0][2]), std::vector<std::string>{"a"});
+  }
+  EXPECT_EQ(o.stats[0].slow_cycles, 1u);
+}
+
+TEST_P(CachedController, AChangedShapeOnOneRankIsAMismatchOnEveryRank) {
+  const int n = GetParam();
+  std::vector<std::vector<std::vector<Request>>> rounds = {
+      std::vector<std::vector<Request>>(n, {Req("a"), Req("b")}),
+      std::vector<std::vector<Request>>(n, {Req("a"), Req("b")}),
+      std::vector<std::vector<Request>>(n, {Req("a"), Req("b")}),
+      std::vector<std::vector<Request>>(n, {Req("a"), Req("b")})};
+  rounds[1][n - 1][1] = Req("b", {2, 2});  // the last rank changes b's shape
+  rounds[2] = std::vector<std::vector<Request>>(n, {Req("a"), Req("b", {2, 2})});  // all do
+  Outcome o = Negotiate(n, rounds, Options(16));
+  ExpectSameOnEveryRank(o);
+  const ResponseList& bad = o.lists[0][1];
+  if (n > 1) {
+    ASSERT_EQ(bad.responses.size(), 2u);
+    EXPECT_EQ(bad.responses[0].names, std::vector<std::string>{"a"});
+    EXPECT_EQ(bad.responses[1].type, ResponseType::kError);
+    const std::string others = n == 2   ? "rank 0 has [4]"
+                               : n == 3 ? "ranks 0,1 have [4]"
+                                        : "ranks 0-" + std::to_string(n - 2) + " have [4]";
+    EXPECT_EQ(bad.responses[1].error, "allreduce 'b': shape mismatch: " + others + ", rank " +
+                                          std::to_string(n - 1) + " has [2,2]");
+  } else {
+    EXPECT_EQ(Names(bad), (std::vector<std::string>{"a", "b"}));  // no peer to disagree
+  }
+  // The new shape is negotiated again, then cached.
+  EXPECT_EQ(o.lists[0][2].responses[0].counts, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(o.lists[0][3].responses[0].counts, (std::vector<int64_t>{4, 4}));
+  EXPECT_GE(o.stats[0].invalidations, 1u);
+}
+
+TEST_P(CachedController, EvictionNeverLosesAWaitingTensor) {
+  const int n = GetParam();
+  // Capacity 2 and five names, submitted in rank-dependent order and timing.
+  const std::vector<std::string> names = {"t0", "t1", "t2", "t3", "t4"};
+  std::vector<std::vector<std::vector<Request>>> rounds(30, std::vector<std::vector<Request>>(n));
+  std::multiset<std::string> expected;
+  for (int step = 0; step < 4; ++step) {
+    for (int r = 0; r < n; ++r) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        const size_t k = (i * (r + 1) + step) % names.size();
+        rounds[step * 6 + (i + r) % 4][r].push_back(Req(names[k]));
+      }
+    }
+    for (const std::string& name : names) expected.insert(name);
+  }
+  Outcome o = Negotiate(n, rounds, Options(2));
+  ExpectSameOnEveryRank(o);
+  std::multiset<std::string> seen;
+  for (const ResponseList& l : o.lists[0]) {
+    for (const Response& r : l.responses) {
+      EXPECT_NE(r.type, ResponseType::kError) << r.error;
+      for (const std::string& name : r.names) seen.insert(name);
+    }
+  }
+  EXPECT_EQ(seen, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CachedController, ::testing::Values(1, 2, 3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+}  // namespace
+}  // namespace kolo
