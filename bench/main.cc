@@ -2,6 +2,7 @@
 //
 //   mpirun -np N kolo-bench [-b 8] [-e 64M] [-f 4] [-n 20] [-w 5] [-c 1] [-o sum] [-d float]
 //   mpirun -np N kolo-bench --model resnet50|bert-base|tiny-1000
+//   mpirun -np N kolo-bench --negotiation [--tensors 1,100,1000] [-n 200] [-w 20]
 //
 // Flags and columns follow nccl-tests (all_reduce_perf); sweep.h and replay.h say what is timed.
 // This file parses the flags, sets up MPI (MPI_THREAD_MULTIPLE, before kolo_init, which then
@@ -19,6 +20,7 @@
 #include "bench/dtypes.h"
 #include "bench/harness.h"
 #include "bench/models.h"
+#include "bench/negotiation.h"
 #include "bench/replay.h"
 #include "bench/report.h"
 #include "bench/sweep.h"
@@ -43,6 +45,8 @@ struct Flags {
   std::string paths;
   std::string model;
   std::string json;
+  bool negotiation = false;
+  std::string tensors = "1,100,1000";
 };
 
 // "8", "64K", "64M", "1G", "1GB" (binary units, like nccl-tests). False on anything else.
@@ -189,6 +193,10 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   for (const std::string& m : ModelNames()) model_help += " " + m;
   app.add_option("--model", f.model, model_help);
   app.add_option("--json", f.json, "write every row to this JSON file (rank 0)");
+  app.add_flag("--negotiation", f.negotiation,
+               "negotiation cost per cycle, response cache on and off (bench/negotiation.h)");
+  app.add_option("--tensors", f.tensors, "--negotiation: tensors per step, comma list")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -253,6 +261,25 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   }
   if (sweep.step_bytes == 0 && f.step_factor <= 1.0 && sweep.min_bytes != sweep.max_bytes) {
     return usage_error("-f must be > 1 (or give -i)");
+  }
+
+  if (f.negotiation) {
+    if (thread_level < MPI_THREAD_MULTIPLE) Fail(world, "--negotiation needs MPI_THREAD_MULTIPLE");
+    NegotiationOptions options;
+    options.steps = f.iters;
+    options.warmup = f.warmup;
+    options.tensors.clear();
+    for (const std::string& t : SplitCommas(f.tensors)) {
+      if (t.empty() || t.size() > 7 || !std::all_of(t.begin(), t.end(), ::isdigit) || std::stoi(t) < 1) {
+        return usage_error("bad --tensors entry '" + t + "' (1 to 9999999)");
+      }
+      options.tensors.push_back(std::stoi(t));
+    }
+    if (options.tensors.empty()) return usage_error("--tensors is empty");
+    const bool ok = RunNegotiation(world, options);
+    Barrier(world);
+    CheckKolo(world, kolo_shutdown(), "kolo_shutdown", nullptr, nullptr);
+    return ok ? 0 : 1;
   }
 
   if (thread_level < MPI_THREAD_MULTIPLE) {

@@ -4,6 +4,13 @@
 #include "runtime/wire/wire.h"
 
 namespace kolo {
+namespace {
+
+uint64_t Nanos(std::chrono::steady_clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+}  // namespace
 
 Controller::Controller(Communicator& control, ControllerOptions options)
     : control_(control),
@@ -12,30 +19,30 @@ Controller::Controller(Communicator& control, ControllerOptions options)
       stall_(options.stall),
       cache_(options.cache_capacity > 0 ? static_cast<size_t>(options.cache_capacity) : 0) {}
 
-StatusOr<ResponseList> Controller::Negotiate(const RequestList& mine) {
+StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   const auto start = Clock::now();
   ++stats_.cycles;
   std::vector<Request> uncached;
   uncached.swap(deferred_);
   std::vector<int> stale;
-  for (const Request& r : mine.requests) {
+  for (Request& r : mine.requests) {
     if (r.op == OpType::kJoin) joined_ = true;
     if (!cache_.enabled() || !ResponseCache::Cacheable(r)) {
-      uncached.push_back(r);
+      uncached.push_back(std::move(r));
       continue;
     }
     int slot = -1;
     switch (cache_.Find(r, &slot)) {
       case ResponseCache::Lookup::kHit:
         ++stats_.cache_hits;
-        hits_.emplace(slot, Hit{r, start});
+        hits_.emplace(slot, Hit{std::move(r), start});
         break;
       case ResponseCache::Lookup::kStale:
         stale.push_back(slot);
         [[fallthrough]];
       case ResponseCache::Lookup::kMiss:
         ++stats_.cache_misses;
-        uncached.push_back(r);
+        uncached.push_back(std::move(r));
         break;
     }
   }
@@ -70,8 +77,7 @@ StatusOr<ResponseList> Controller::Negotiate(const RequestList& mine) {
   }
   result.responses = FuseResponses(std::move(responses), options_.fusion_threshold_bytes,
                                    options_.fusion_direct_bytes);
-  stats_.negotiate_ns += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+  stats_.negotiate_ns += Nanos(Clock::now() - start);
   return result;
 }
 
@@ -103,8 +109,10 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
                                stall_.Due(now);
   const bool need_slow = !uncached->empty() || shutdown || joined_ || stall_check_due;
   words[0] = (need_slow ? 0 : kNoSlowPath) | (joined_ ? 0 : kNoneJoined);
+  const auto exchange_start = Clock::now();
   KOLO_RETURN_IF_ERROR(control_.AndBits(words.data(), words.size())
                            .AddContext("negotiation: agreeing on cached tensors"));
+  stats_.exchange_ns += Nanos(Clock::now() - exchange_start);
   *any_slow = !(words[0] & kNoSlowPath);
   *any_joined = !(words[0] & kNoneJoined);
 
@@ -200,17 +208,21 @@ ResponseList Controller::Coordinate(const std::vector<std::string>& gathered) {
 }
 
 StatusOr<ResponseList> Controller::SlowPath(const RequestList& mine) {
+  const auto exchange_start = Clock::now();
   std::vector<std::string> gathered;
   KOLO_RETURN_IF_ERROR(control_.GatherBytes(EncodeRequestList(mine), &gathered, kCoordinator)
                            .AddContext("negotiation: gathering requests"));
+  stats_.exchange_ns += Nanos(Clock::now() - exchange_start);
   std::string bytes;
   ResponseList result;
   if (control_.Rank() == kCoordinator) {
     result = Coordinate(gathered);
     bytes = EncodeResponseList(result);
   }
+  const auto broadcast_start = Clock::now();
   KOLO_RETURN_IF_ERROR(control_.BroadcastBytes(&bytes, kCoordinator)
                            .AddContext("negotiation: broadcasting responses"));
+  stats_.exchange_ns += Nanos(Clock::now() - broadcast_start);
   if (control_.Rank() == kCoordinator) return result;
   auto decoded = DecodeResponseList(bytes);
   if (!decoded.ok()) {

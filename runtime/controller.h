@@ -50,6 +50,8 @@ struct NegotiationStats {
   uint64_t cache_misses = 0;    // cacheable Requests that were not cached
   uint64_t invalidations = 0;   // slots erased because parameters changed (or a hit stalled)
   uint64_t negotiate_ns = 0;    // time spent in Negotiate
+  uint64_t exchange_ns = 0;     // of which in the control plane's collectives (incl. waiting
+                                // for the slowest rank)
 };
 
 class Controller {
@@ -58,7 +60,7 @@ class Controller {
 
   // Collective over the control communicator. An error means the control plane itself failed
   // (a transport error); a malformed message from a peer becomes fatal_error in the result.
-  StatusOr<ResponseList> Negotiate(const RequestList& mine);
+  StatusOr<ResponseList> Negotiate(RequestList mine);
 
   const NegotiationStats& stats() const { return stats_; }
 

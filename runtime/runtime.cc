@@ -235,7 +235,7 @@ void Runtime::BackgroundLoop() {
     }
     cycle_start = Clock::now();
     mine.requests = queue_.TakeNewRequests();
-    auto result = controller_.Negotiate(mine);
+    auto result = controller_.Negotiate(std::move(mine));
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       stats_ = controller_.stats();

@@ -234,6 +234,7 @@ kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats) {
   stats->cache_misses = s.cache_misses;
   stats->cache_invalidations = s.invalidations;
   stats->negotiate_ns = s.negotiate_ns;
+  stats->exchange_ns = s.exchange_ns;
   return KOLO_SUCCESS;
 }
 

@@ -256,6 +256,8 @@ typedef struct {
   uint64_t cache_invalidations; /* cache entries dropped because a tensor's parameters changed,
                                    or because its peers kept it waiting (stall inspector) */
   uint64_t negotiate_ns;        /* time the background thread spent negotiating, ns */
+  uint64_t exchange_ns;         /* of which in the negotiation's collectives (including the wait
+                                   for the slowest rank), ns */
 } kolo_negotiation_stats_t;
 
 /* Fills *stats (this rank's counters). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL),
