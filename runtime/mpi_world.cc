@@ -2,10 +2,13 @@
 
 #include "runtime/config.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "base/logging.h"
 #include "collectives/mpi/mpi_call.h"
+#include "runtime/peer_watch.h"
 
 namespace kolo {
 namespace {
@@ -65,6 +68,18 @@ StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes) {
   KOLO_MPI_CALL(MPI_Comm_split_type(data, MPI_COMM_TYPE_SHARED, l.rank, MPI_INFO_NULL, &local));
   KOLO_MPI_CALL(MPI_Comm_rank(local, &l.local_rank));
   KOLO_MPI_CALL(MPI_Comm_size(local, &l.local_size));
+  // Every local peer's pid, for runtime/peer_watch.h.
+  const int pid = static_cast<int>(getpid());
+  std::vector<int> pairs(2 * static_cast<size_t>(l.local_size));
+  const int mine[2] = {l.rank, pid};
+  KOLO_MPI_CALL(MPI_Allgather(mine, 2, MPI_INT, pairs.data(), 2, MPI_INT, local));
+  std::vector<LocalPeer> peers;
+  for (int i = 0; i < l.local_size; ++i) peers.push_back(LocalPeer{pairs[2 * i], pairs[2 * i + 1]});
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int host_len = 0;
+  MPI_Get_processor_name(host, &host_len);
+  WatchPeers(l.rank, l.size, std::string(host, host_len), peers);
+  w.control->set_liveness_check(CheckPeers);
   KOLO_MPI_CALL(MPI_Comm_split(data, l.local_rank, l.rank, &cross));
   KOLO_MPI_CALL(MPI_Comm_rank(cross, &l.cross_rank));
   KOLO_MPI_CALL(MPI_Comm_size(cross, &l.cross_size));

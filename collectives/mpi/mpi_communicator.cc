@@ -339,11 +339,19 @@ Status MpiCommunicator::WaitPolled(MPI_Request* request) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto pause = std::chrono::microseconds(10);
+  auto next_liveness_check = start + std::chrono::seconds(1);
   while (true) {
     int done = 0;
     KOLO_MPI_CALL(MPI_Test(request, &done, MPI_STATUS_IGNORE));
     if (done) return Status::OK();
-    if (Clock::now() - start < std::chrono::microseconds(20)) continue;
+    const auto now = Clock::now();
+    if (now - start < std::chrono::microseconds(20)) continue;
+    if (liveness_check_ && now >= next_liveness_check) {
+      // The request stays posted: MPI has no way to cancel a collective, and the runtime stops
+      // using this communicator after an error.
+      KOLO_RETURN_IF_ERROR(liveness_check_());
+      next_liveness_check = now + std::chrono::seconds(1);
+    }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(200));
   }

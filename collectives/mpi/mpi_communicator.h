@@ -7,6 +7,8 @@
 
 #include <mpi.h>
 
+#include <functional>
+
 #include "collectives/communicator.h"
 
 namespace kolo {
@@ -42,6 +44,10 @@ class MpiCommunicator : public Communicator {
   Status BroadcastBytes(std::string* bytes, int root) override;
   Status AndBits(uint64_t* words, size_t count) override;
 
+  // Called about once a second while a control-plane wait has lasted over a second; an error
+  // ends the wait with it (runtime/peer_watch.h: a peer process that is gone).
+  void set_liveness_check(std::function<Status()> check) { liveness_check_ = std::move(check); }
+
  private:
   Status WaitPolled(MPI_Request* request);
 
@@ -49,6 +55,7 @@ class MpiCommunicator : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   size_t max_call_bytes_;
+  std::function<Status()> liveness_check_;
 };
 
 // MPI datatype and op for a kolo dtype/op. float16/bfloat16 use kolo's own committed types and

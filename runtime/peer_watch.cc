@@ -1,0 +1,148 @@
+#include "runtime/peer_watch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+namespace kolo {
+namespace {
+
+// The signal handler reads these: fixed-size, written before the handler is installed and
+// then only under g_mu with the handler's data swapped in by one atomic store.
+constexpr int kMaxPeers = 1024;
+struct Table {
+  int rank = -1;
+  int size = 0;
+  int pid = 0;
+  char host[128] = {};
+  int count = 0;
+  LocalPeer peers[kMaxPeers];
+};
+Table g_tables[2];
+std::atomic<int> g_current{-1};
+std::mutex g_mu;
+struct sigaction g_previous;
+bool g_installed = false;
+
+// Appends text / a number to buf (no allocation, no locale: async-signal-safe).
+void Put(char* buf, size_t cap, size_t* len, const char* text) {
+  while (*text && *len + 1 < cap) buf[(*len)++] = *text++;
+}
+void PutInt(char* buf, size_t cap, size_t* len, long v) {
+  char digits[24];
+  int n = 0;
+  const bool negative = v < 0;
+  unsigned long u = negative ? 0UL - static_cast<unsigned long>(v) : static_cast<unsigned long>(v);
+  do {
+    digits[n++] = static_cast<char>('0' + u % 10);
+    u /= 10;
+  } while (u && n < 23);
+  if (negative && *len + 1 < cap) buf[(*len)++] = '-';
+  while (n && *len + 1 < cap) buf[(*len)++] = digits[--n];
+}
+
+void OnTerminate(int sig) {
+  const int current = g_current.load();
+  if (current >= 0) {
+    const Table& t = g_tables[current];
+    char buf[2048];
+    size_t len = 0;
+    Put(buf, sizeof buf, &len, "kolo: rank ");
+    PutInt(buf, sizeof buf, &len, t.rank);
+    Put(buf, sizeof buf, &len, "/");
+    PutInt(buf, sizeof buf, &len, t.size);
+    Put(buf, sizeof buf, &len, " (pid ");
+    PutInt(buf, sizeof buf, &len, t.pid);
+    Put(buf, sizeof buf, &len, " on ");
+    Put(buf, sizeof buf, &len, t.host);
+    Put(buf, sizeof buf, &len, ") terminated by SIGTERM (the launcher tears the job down, "
+                               "usually because a rank failed); ");
+    int gone = 0;
+    for (int i = 0; i < t.count; ++i) {
+      if (t.peers[i].rank == t.rank || !ProcessGone(t.peers[i].pid)) continue;
+      Put(buf, sizeof buf, &len, gone++ ? ", rank " : "gone on this host: rank ");
+      PutInt(buf, sizeof buf, &len, t.peers[i].rank);
+      Put(buf, sizeof buf, &len, " (pid ");
+      PutInt(buf, sizeof buf, &len, t.peers[i].pid);
+      Put(buf, sizeof buf, &len, ")");
+    }
+    if (!gone) Put(buf, sizeof buf, &len, "every rank on this host is still running");
+    Put(buf, sizeof buf, &len, "\n");
+    ssize_t ignored = write(STDERR_FILENO, buf, len);
+    (void)ignored;
+  }
+  // The previous disposition (the default: terminate) does the rest.
+  sigaction(sig, &g_previous, nullptr);
+  raise(sig);
+}
+
+}  // namespace
+
+bool ProcessGone(int pid) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  // A zombie still answers kill(); its state in /proc/<pid>/stat is 'Z'.
+  char path[64];
+  size_t len = 0;
+  Put(path, sizeof path, &len, "/proc/");
+  PutInt(path, sizeof path, &len, pid);
+  Put(path, sizeof path, &len, "/stat");
+  path[len] = '\0';
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return false;
+  char stat[256];
+  const ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  if (n <= 0) return false;
+  // "pid (comm) S ...": the state follows the last ')'.
+  for (ssize_t i = n - 1; i > 0; --i) {
+    if (stat[i] == ')') return i + 2 < n && stat[i + 2] == 'Z';
+  }
+  return false;
+}
+
+void WatchPeers(int rank, int size, const std::string& host, const std::vector<LocalPeer>& peers) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  const int next = g_current.load() == 0 ? 1 : 0;
+  Table& t = g_tables[next];
+  t.rank = rank;
+  t.size = size;
+  t.pid = static_cast<int>(getpid());
+  std::memset(t.host, 0, sizeof t.host);
+  std::strncpy(t.host, host.c_str(), sizeof t.host - 1);
+  t.count = 0;
+  for (const LocalPeer& p : peers) {
+    if (t.count < kMaxPeers) t.peers[t.count++] = p;
+  }
+  g_current.store(next);
+  if (g_installed) return;
+  struct sigaction current;
+  if (sigaction(SIGTERM, nullptr, &current) != 0) return;
+  // An application (or Python) that handles SIGTERM itself keeps its handler.
+  if (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO)) return;
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = OnTerminate;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(SIGTERM, &action, &g_previous) == 0) g_installed = true;
+}
+
+Status CheckPeers() {
+  const int current = g_current.load();
+  if (current < 0) return Status::OK();
+  const Table& t = g_tables[current];
+  for (int i = 0; i < t.count; ++i) {
+    if (t.peers[i].rank == t.rank || !ProcessGone(t.peers[i].pid)) continue;
+    return UnavailableError("rank " + std::to_string(t.peers[i].rank) + " (pid " +
+                            std::to_string(t.peers[i].pid) + " on " + t.host +
+                            ") is gone: it exited or was killed without shutting kolo down");
+  }
+  return Status::OK();
+}
+
+}  // namespace kolo

@@ -1,0 +1,126 @@
+/* Tier-3 fault scenarios (issue 4), one per mode, driven by run_fault.py under mpirun. The last
+ * rank misbehaves; every other rank reports what kolo told it as
+ *   FAULT-RESULT rank <r>: <STATUS>: <message>
+ * and exits 0 when that is the expected failure, 1 when an operation succeeded that should not
+ * have. The driver checks the texts, the exit codes and the time each took.
+ *
+ *   stall           the last rank skips one allreduce that it made the step before (a cached
+ *                   tensor); the others' fails after KOLO_STALL_SHUTDOWN_TIME_SECONDS
+ *   early-shutdown  the last rank shuts kolo down while the others keep submitting
+ *   kill            the last rank SIGKILLs itself 2 ms into a 16 MiB allreduce
+ *   exit            the last rank _exit(0)s mid-job (no kolo_shutdown, no MPI_Finalize)
+ *   forever         every rank allreduces until killed (for the Ctrl-C test); prints READY <pid>
+ */
+#include <kolo/kolo.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int g_rank, g_size;
+
+static void sleep_ms(int ms) {
+  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+/* Allreduce of `count` floats named `name`; returns the status and prints a failure. */
+static kolo_status_t allreduce(const char* name, float* buf, int64_t count) {
+  kolo_handle_t h = NULL;
+  kolo_status_t s = kolo_allreduce_async(name, buf, buf, KOLO_FLOAT32, 1, &count, KOLO_OP_SUM,
+                                         1.0, 1.0, &h);
+  const char* message = kolo_last_error();
+  if (s == KOLO_SUCCESS) {
+    s = kolo_wait(h);
+    message = kolo_handle_message(h);
+  }
+  if (s != KOLO_SUCCESS) {
+    printf("FAULT-RESULT rank %d: %s: %s\n", g_rank, kolo_status_string(s), message);
+    fflush(stdout);
+  }
+  if (h) kolo_handle_free(h);
+  return s;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: kolo_fault stall|early-shutdown|kill|exit|forever\n");
+    return 2;
+  }
+  const char* mode = argv[1];
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  if (kolo_init() != KOLO_SUCCESS) {
+    fprintf(stderr, "kolo_init: %s\n", kolo_last_error());
+    return 2;
+  }
+  g_rank = kolo_rank();
+  g_size = kolo_size();
+  const int last = g_size - 1;
+  const int64_t small = 4, large = 4 << 20; /* 16 MiB of float */
+  float* buf = calloc((size_t)large, sizeof(float));
+  int rc = 0;
+
+  if (strcmp(mode, "stall") == 0) {
+    allreduce("step.x", buf, small); /* negotiated once: cached from now on */
+    if (g_rank != last) {
+      rc = allreduce("step.x", buf, small) == KOLO_ERR_DEADLINE_EXCEEDED ? 0 : 1;
+    }
+    /* MPI's barrier, not kolo's: a kolo barrier that the last rank reached seconds before the
+     * others would itself be a stalled operation. */
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "early-shutdown") == 0) {
+    allreduce("first", buf, small);
+    if (g_rank == last) {
+      kolo_shutdown();
+    } else {
+      rc = 1;
+      for (int i = 0; i < 100000; ++i) {
+        kolo_status_t s = allreduce("loop", buf, small);
+        if (s != KOLO_SUCCESS) {
+          rc = s == KOLO_ERR_FAILED_PRECONDITION ? 0 : 1;
+          break;
+        }
+      }
+    }
+  } else if (strcmp(mode, "kill") == 0 || strcmp(mode, "exit") == 0) {
+    const int kill = strcmp(mode, "kill") == 0;
+    for (int i = 0;; ++i) {
+      if (g_rank == last && i == 3) {
+        fflush(stdout);
+        if (kill) {
+          /* Die while the data moves: the submission is negotiated within microseconds, and a
+           * 16 MiB allreduce takes milliseconds here. */
+          kolo_handle_t h = NULL;
+          kolo_allreduce_async("big", buf, buf, KOLO_FLOAT32, 1, &large, KOLO_OP_SUM, 1.0, 1.0,
+                               &h);
+          sleep_ms(2);
+          raise(SIGKILL);
+        }
+        _exit(0);
+      }
+      /* A survivor that was told exits non-zero, as a training script would. */
+      if (allreduce("big", buf, large) != KOLO_SUCCESS) {
+        rc = 3;
+        break;
+      }
+    }
+  } else if (strcmp(mode, "forever") == 0) {
+    printf("READY %d\n", (int)getpid());
+    fflush(stdout);
+    for (;;) {
+      if (allreduce("forever", buf, small) != KOLO_SUCCESS) break;
+      sleep_ms(1);
+    }
+  } else {
+    fprintf(stderr, "unknown mode %s\n", mode);
+    rc = 2;
+  }
+  free(buf);
+  kolo_shutdown();
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Tier-3 fault tests (issue 4): runs kolo_fault under mpirun and checks that every survivor gets
+the expected error, with its text, within its time bound, and that nothing hangs or is left
+behind. Usage: run_fault.py MODE NP KOLO_FAULT MPIEXEC [MPIEXEC_PREFLAGS...]
+
+Every run has a hard timeout; on expiry the whole process group is killed and the test fails.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+
+def fail(message, output=""):
+    print("FAIL: " + message)
+    if output:
+        print("---- output ----\n" + output)
+    sys.exit(1)
+
+
+def run(cmd, env, timeout):
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        fail(f"{' '.join(cmd)} still running after {timeout} s (a hang)", out)
+    return proc.returncode, out, time.monotonic() - start
+
+
+def running(pid):
+    """True when pid exists and is not a zombie (a container's init may never reap those)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def results(out):
+    """rank -> (status, message) of the FAULT-RESULT lines."""
+    found = {}
+    for m in re.finditer(r"^FAULT-RESULT rank (\d+): (\w+): (.*)$", out, re.M):
+        found[int(m.group(1))] = (m.group(2), m.group(3))
+    return found
+
+
+def main():
+    mode, np_, binary, mpiexec = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    preflags = sys.argv[5:]
+    last = np_ - 1
+    env = dict(os.environ)
+    cmd = [mpiexec, "-np", str(np_)] + preflags + [binary, mode]
+
+    if mode == "stall":
+        env.update(KOLO_STALL_CHECK_TIME_SECONDS="1", KOLO_STALL_SHUTDOWN_TIME_SECONDS="2")
+        rc, out, took = run(cmd, env, timeout=60)
+        if rc != 0:
+            fail(f"exit status {rc}", out)
+        warning = f"allreduce 'step.x': submitted by rank{'s' if last > 1 else ''} " \
+                  f"{'0' if last == 1 else '0,1' if last == 2 else '0-' + str(last - 1)}, " \
+                  f"missing ranks: {last}"
+        if "tensor(s) submitted by some ranks but not by others for over 1 s" not in out or \
+                warning not in out:
+            fail(f"rank 0 did not warn: expected '{warning}'", out)
+        got = results(out)
+        for r in range(last):
+            status, message = got.get(r, ("(none)", ""))
+            if status != "DEADLINE_EXCEEDED" or warning not in message or \
+                    "KOLO_STALL_SHUTDOWN_TIME_SECONDS=2" not in message:
+                fail(f"rank {r}: expected DEADLINE_EXCEEDED with '{warning}', got {status}: "
+                     f"{message}", out)
+        if took > 30:
+            fail(f"took {took:.1f} s", out)
+    elif mode == "early-shutdown":
+        rc, out, took = run(cmd, env, timeout=60)
+        if rc != 0:
+            fail(f"exit status {rc}", out)
+        got = results(out)
+        for r in range(last):
+            status, message = got.get(r, ("(none)", ""))
+            if status != "FAILED_PRECONDITION" or f"rank {last} shut down" not in message:
+                fail(f"rank {r}: expected FAILED_PRECONDITION '... rank {last} shut down', got "
+                     f"{status}: {message}", out)
+        if took > 30:
+            fail(f"took {took:.1f} s", out)
+    elif mode in ("kill", "exit"):
+        rc, out, took = run(cmd, env, timeout=90)
+        if rc == 0:
+            fail("mpirun exited 0 although a rank died", out)
+        # Each survivor either noticed the loss itself (its operation failed with UNAVAILABLE
+        # naming the lost rank) or was torn down by mpirun and said which rank was gone first.
+        got = results(out)
+        for r in range(last):
+            status, message = got.get(r, ("(none)", ""))
+            noticed = status == "UNAVAILABLE" and f"rank {last} (pid " in message and \
+                "is gone" in message
+            notice = re.search(rf"^kolo: rank {r}/{np_} \(pid \d+ on [^)]*\) terminated by "
+                               rf"SIGTERM.*gone on this host: (rank \d+ \(pid \d+\), )*"
+                               rf"rank {last} \(pid \d+\)", out, re.M)
+            if not noticed and not notice:
+                fail(f"rank {r} did not name the lost rank {last}", out)
+        if took > 30:
+            fail(f"survivors took {took:.1f} s to end (bound 30 s)", out)
+    elif mode == "forever":
+        # Ctrl-C on mpirun: every rank ends, none is left behind.
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        pids = []
+        deadline = time.monotonic() + 60
+        while len(pids) < np_ and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            m = re.match(r"READY (\d+)", line)
+            if m:
+                pids.append(int(m.group(1)))
+        if len(pids) < np_:
+            os.killpg(proc.pid, signal.SIGKILL)
+            fail(f"only {len(pids)} of {np_} ranks started")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            fail("mpirun still running 30 s after SIGINT")
+        time.sleep(0.5)
+        alive = [p for p in pids if running(p)]
+        if alive:
+            for p in alive:
+                os.kill(p, signal.SIGKILL)
+            fail(f"ranks left behind after Ctrl-C: pids {alive}")
+    else:
+        fail("unknown mode " + mode)
+    print(f"PASS {mode} at {np_} ranks")
+
+
+if __name__ == "__main__":
+    main()
