@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/logging.h"
@@ -54,12 +55,14 @@ Status Dup(MPI_Comm comm, MPI_Comm* out) {
 
 }  // namespace
 
-StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes) {
-  KOLO_RETURN_IF_ERROR(EnsureMpi());
+namespace {
+
+// Control and data communicators over `base` (dups) and the layout inside it.
+StatusOr<MpiWorld> AttachToComm(MPI_Comm base, size_t max_call_bytes, bool watch_peers) {
   MpiWorld w;
   MPI_Comm control, data, local, cross;
-  KOLO_RETURN_IF_ERROR(Dup(MPI_COMM_WORLD, &control));
-  KOLO_RETURN_IF_ERROR(Dup(MPI_COMM_WORLD, &data));
+  KOLO_RETURN_IF_ERROR(Dup(base, &control));
+  KOLO_RETURN_IF_ERROR(Dup(base, &data));
   w.control = std::make_unique<MpiCommunicator>(control, max_call_bytes);
   w.data = std::make_unique<MpiCommunicator>(data, max_call_bytes);
   RankLayout& l = w.layout;
@@ -68,23 +71,51 @@ StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes) {
   KOLO_MPI_CALL(MPI_Comm_split_type(data, MPI_COMM_TYPE_SHARED, l.rank, MPI_INFO_NULL, &local));
   KOLO_MPI_CALL(MPI_Comm_rank(local, &l.local_rank));
   KOLO_MPI_CALL(MPI_Comm_size(local, &l.local_size));
-  // Every local peer's pid, for runtime/peer_watch.h.
-  const int pid = static_cast<int>(getpid());
-  std::vector<int> pairs(2 * static_cast<size_t>(l.local_size));
-  const int mine[2] = {l.rank, pid};
-  KOLO_MPI_CALL(MPI_Allgather(mine, 2, MPI_INT, pairs.data(), 2, MPI_INT, local));
-  std::vector<LocalPeer> peers;
-  for (int i = 0; i < l.local_size; ++i) peers.push_back(LocalPeer{pairs[2 * i], pairs[2 * i + 1]});
-  char host[MPI_MAX_PROCESSOR_NAME] = {};
-  int host_len = 0;
-  MPI_Get_processor_name(host, &host_len);
-  WatchPeers(l.rank, l.size, std::string(host, host_len), peers);
+  if (watch_peers) {
+    // Every local peer's pid, for runtime/peer_watch.h.
+    const int pid = static_cast<int>(getpid());
+    std::vector<int> pairs(2 * static_cast<size_t>(l.local_size));
+    const int mine[2] = {l.rank, pid};
+    KOLO_MPI_CALL(MPI_Allgather(mine, 2, MPI_INT, pairs.data(), 2, MPI_INT, local));
+    std::vector<LocalPeer> peers;
+    for (int i = 0; i < l.local_size; ++i) {
+      peers.push_back(LocalPeer{pairs[2 * i], pairs[2 * i + 1]});
+    }
+    char host[MPI_MAX_PROCESSOR_NAME] = {};
+    int host_len = 0;
+    MPI_Get_processor_name(host, &host_len);
+    WatchPeers(l.rank, l.size, std::string(host, host_len), peers);
+  }
+  // The peer table covers every rank of the job, so process sets use it too.
   w.control->set_liveness_check(CheckPeers);
   KOLO_MPI_CALL(MPI_Comm_split(data, l.local_rank, l.rank, &cross));
   KOLO_MPI_CALL(MPI_Comm_rank(cross, &l.cross_rank));
   KOLO_MPI_CALL(MPI_Comm_size(cross, &l.cross_size));
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
+  return w;
+}
+
+}  // namespace
+
+StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes) {
+  KOLO_RETURN_IF_ERROR(EnsureMpi());
+  auto w = AttachToComm(MPI_COMM_WORLD, max_call_bytes, /*watch_peers=*/true);
+  if (!w.ok()) return w;
+  MPI_Comm admin;
+  KOLO_RETURN_IF_ERROR(Dup(MPI_COMM_WORLD, &admin));
+  w->admin = std::make_unique<MpiCommunicator>(admin, max_call_bytes);
+  return w;
+}
+
+StatusOr<MpiWorld> AttachProcessSet(MpiCommunicator& admin, const std::vector<int>& ranks,
+                                    size_t max_call_bytes) {
+  const bool member = std::binary_search(ranks.begin(), ranks.end(), admin.Rank());
+  MPI_Comm set;
+  KOLO_MPI_CALL(MPI_Comm_split(admin.comm(), member ? 0 : MPI_UNDEFINED, admin.Rank(), &set));
+  if (!member) return MpiWorld{};
+  auto w = AttachToComm(set, max_call_bytes, /*watch_peers=*/false);
+  MPI_Comm_free(&set);
   return w;
 }
 

@@ -18,9 +18,18 @@ struct MpiWorld {
   RankLayout layout;
   std::unique_ptr<MpiCommunicator> control;
   std::unique_ptr<MpiCommunicator> data;
+  // AttachToMpi only: a third dup of MPI_COMM_WORLD for the collective set-up calls made from
+  // the application's threads (process sets), never touched by a background thread.
+  std::unique_ptr<MpiCommunicator> admin;
 };
 
 StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes);
+
+// Collective over `admin`: the ranks listed in `ranks` (ascending, world ranks) get a world of
+// their own — rank, size, local and cross computed inside the set; every other rank gets an
+// empty MpiWorld (no communicators).
+StatusOr<MpiWorld> AttachProcessSet(MpiCommunicator& admin, const std::vector<int>& ranks,
+                                    size_t max_call_bytes);
 
 // kolo_init is collective, so it succeeds or fails on every rank together: a rank whose own
 // start failed (`local`, e.g. a malformed KOLO_* variable) fails with that error, every other

@@ -1,5 +1,6 @@
 // The C API: a thin translation from kolo.h onto the Runtime. The process holds one Runtime
 // pointer (shared, so a submission racing kolo_shutdown keeps it alive until it returns).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <mpi.h>
 
 #include "base/logging.h"
+#include "bindings/c/process_sets.h"
 #include "kolo/kolo.h"
 #include "runtime/mpi_world.h"
 #include "runtime/runtime.h"
@@ -34,7 +36,8 @@ kolo_status_t Fail(const kolo::Status& s) {
 
 // `splits` (alltoall): NULL, or one entry per rank, copied once the size is known.
 kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
-                     kolo_handle_t* handle, const int64_t* splits = nullptr) {
+                     kolo_handle_t* handle, const int64_t* splits = nullptr,
+                     int process_set = 0) {
   g_last_error.clear();
   if (!handle) return Fail(kolo::InvalidArgumentError("handle pointer is NULL"));
   *handle = nullptr;
@@ -49,11 +52,10 @@ kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
                                            "] or shape is NULL"));
   }
   sub.shape.assign(shape, shape + ndim);
-  auto runtime = CurrentRuntime();
-  if (!runtime) {
-    return Fail(kolo::FailedPreconditionError(std::string(kolo::OpTypeName(sub.op)) + " '" +
-                                              sub.name + "': kolo is not initialized"));
-  }
+  kolo::Status why;
+  auto runtime = kolo::capi::ProcessSetRuntime(
+      process_set, std::string(kolo::OpTypeName(sub.op)) + " '" + sub.name + "'", &why);
+  if (!runtime) return Fail(why);
   if (splits) sub.splits.assign(splits, splits + runtime->layout().size);
   auto h = runtime->Enqueue(sub);
   if (!h.ok()) return Fail(h.status());
@@ -112,6 +114,7 @@ kolo_status_t kolo_init(void) {
   if (!s.ok()) return Fail(s);
   KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
                 config.cycle_time_ms, config.fusion_threshold_bytes, config.fusion_chunk_bytes);
+  kolo::capi::AttachProcessSets(std::move(world->admin), config, runtime);
   g_runtime = std::move(runtime);
   return KOLO_SUCCESS;
 }
@@ -122,6 +125,7 @@ kolo_status_t kolo_shutdown(void) {
     std::lock_guard<std::mutex> lock(g_mu);
     runtime.swap(g_runtime);
   }
+  kolo::capi::DetachProcessSets();
   if (runtime) runtime->Shutdown();
   return KOLO_SUCCESS;
 }
@@ -150,10 +154,11 @@ KOLO_LAYOUT_GETTER(kolo_cross_rank, cross_rank)
 KOLO_LAYOUT_GETTER(kolo_cross_size, cross_size)
 #undef KOLO_LAYOUT_GETTER
 
-kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
-                                   kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                   kolo_reduce_op_t op, double prescale_factor,
-                                   double postscale_factor, kolo_handle_t* handle) {
+kolo_status_t kolo_allreduce_async_on(int process_set, const char* name, const void* input,
+                                      void* output, kolo_dtype_t dtype, int ndim,
+                                      const int64_t* shape, kolo_reduce_op_t op,
+                                      double prescale_factor, double postscale_factor,
+                                      kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
   if (kolo_status_t s = CheckReduceOp(op, "allreduce", name)) return s;
   kolo::Submission sub = NewSubmission(kolo::OpType::kAllreduce, name, input, dtype);
@@ -161,53 +166,132 @@ kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* ou
   sub.reduce_op = static_cast<kolo::ReduceOp>(op);
   sub.prescale = prescale_factor;
   sub.postscale = postscale_factor;
-  return Submit(std::move(sub), ndim, shape, handle);
+  return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
 }
 
-kolo_status_t kolo_allgather_async(const char* name, const void* input, kolo_dtype_t dtype,
-                                   int ndim, const int64_t* shape, kolo_handle_t* handle) {
+kolo_status_t kolo_allgather_async_on(int process_set, const char* name, const void* input,
+                                      kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                      kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
   kolo::Submission sub = NewSubmission(kolo::OpType::kAllgather, name, input, dtype);
-  return Submit(std::move(sub), ndim, shape, handle);
+  return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
 }
 
-kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output,
-                                   kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                   int root_rank, kolo_handle_t* handle) {
+kolo_status_t kolo_broadcast_async_on(int process_set, const char* name, const void* input,
+                                      void* output, kolo_dtype_t dtype, int ndim,
+                                      const int64_t* shape, int root_rank,
+                                      kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
   kolo::Submission sub = NewSubmission(kolo::OpType::kBroadcast, name, input, dtype);
   sub.output = output;
   sub.root = root_rank;
-  return Submit(std::move(sub), ndim, shape, handle);
+  return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
 }
 
-kolo_status_t kolo_reducescatter_async(const char* name, const void* input, kolo_dtype_t dtype,
-                                       int ndim, const int64_t* shape, kolo_reduce_op_t op,
-                                       double prescale_factor, double postscale_factor,
-                                       kolo_handle_t* handle) {
+kolo_status_t kolo_reducescatter_async_on(int process_set, const char* name, const void* input,
+                                          kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                          kolo_reduce_op_t op, double prescale_factor,
+                                          double postscale_factor, kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
   if (kolo_status_t s = CheckReduceOp(op, "reducescatter", name)) return s;
   kolo::Submission sub = NewSubmission(kolo::OpType::kReducescatter, name, input, dtype);
   sub.reduce_op = static_cast<kolo::ReduceOp>(op);
   sub.prescale = prescale_factor;
   sub.postscale = postscale_factor;
-  return Submit(std::move(sub), ndim, shape, handle);
+  return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
+}
+
+kolo_status_t kolo_alltoall_async_on(int process_set, const char* name, const void* input,
+                                     kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                     const int64_t* splits, kolo_handle_t* handle) {
+  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  kolo::Submission sub = NewSubmission(kolo::OpType::kAlltoall, name, input, dtype);
+  return Submit(std::move(sub), ndim, shape, handle, splits, process_set);
+}
+
+kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
+                                   kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                   kolo_reduce_op_t op, double prescale_factor,
+                                   double postscale_factor, kolo_handle_t* handle) {
+  return kolo_allreduce_async_on(0, name, input, output, dtype, ndim, shape, op, prescale_factor,
+                                 postscale_factor, handle);
+}
+
+kolo_status_t kolo_allgather_async(const char* name, const void* input, kolo_dtype_t dtype,
+                                   int ndim, const int64_t* shape, kolo_handle_t* handle) {
+  return kolo_allgather_async_on(0, name, input, dtype, ndim, shape, handle);
+}
+
+kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output,
+                                   kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                   int root_rank, kolo_handle_t* handle) {
+  return kolo_broadcast_async_on(0, name, input, output, dtype, ndim, shape, root_rank, handle);
+}
+
+kolo_status_t kolo_reducescatter_async(const char* name, const void* input, kolo_dtype_t dtype,
+                                       int ndim, const int64_t* shape, kolo_reduce_op_t op,
+                                       double prescale_factor, double postscale_factor,
+                                       kolo_handle_t* handle) {
+  return kolo_reducescatter_async_on(0, name, input, dtype, ndim, shape, op, prescale_factor,
+                                     postscale_factor, handle);
 }
 
 kolo_status_t kolo_alltoall_async(const char* name, const void* input, kolo_dtype_t dtype,
                                   int ndim, const int64_t* shape, const int64_t* splits,
                                   kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
-  kolo::Submission sub = NewSubmission(kolo::OpType::kAlltoall, name, input, dtype);
-  return Submit(std::move(sub), ndim, shape, handle, splits);
+  return kolo_alltoall_async_on(0, name, input, dtype, ndim, shape, splits, handle);
 }
 
-kolo_status_t kolo_barrier(void) {
+kolo_status_t kolo_barrier_on(int process_set) {
   g_last_error.clear();
-  auto runtime = CurrentRuntime();
-  if (!runtime) return Fail(kolo::FailedPreconditionError("barrier: kolo is not initialized"));
+  kolo::Status why;
+  auto runtime = kolo::capi::ProcessSetRuntime(process_set, "barrier", &why);
+  if (!runtime) return Fail(why);
   kolo::Status s = runtime->Barrier();
   return s.ok() ? KOLO_SUCCESS : Fail(s);
+}
+
+kolo_status_t kolo_barrier(void) { return kolo_barrier_on(0); }
+
+kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_set_id) {
+  g_last_error.clear();
+  if (nranks < 0 || (nranks > 0 && !ranks) || !process_set_id) {
+    // Still collective: the others must not wait in the agreement for this rank.
+    auto id = kolo::capi::AddProcessSet({-1});
+    (void)id;
+    return Fail(kolo::InvalidArgumentError(
+        "add_process_set: ranks is NULL, nranks is negative or process_set_id is NULL"));
+  }
+  auto id = kolo::capi::AddProcessSet(std::vector<int>(ranks, ranks + nranks));
+  if (!id.ok()) return Fail(id.status());
+  *process_set_id = *id;
+  return KOLO_SUCCESS;
+}
+
+kolo_status_t kolo_remove_process_set(int process_set_id) {
+  g_last_error.clear();
+  kolo::Status s = kolo::capi::RemoveProcessSet(process_set_id);
+  return s.ok() ? KOLO_SUCCESS : Fail(s);
+}
+
+int kolo_process_set_rank(int process_set_id) {
+  kolo::Status why;
+  auto runtime = kolo::capi::ProcessSetRuntime(process_set_id, "process set", &why);
+  return runtime ? runtime->layout().rank : -1;
+}
+
+int kolo_process_set_size(int process_set_id) {
+  auto ranks = kolo::capi::ProcessSetRanks(process_set_id);
+  return ranks.ok() ? static_cast<int>(ranks->size()) : -1;
+}
+
+kolo_status_t kolo_process_set_ranks(int process_set_id, int* ranks) {
+  g_last_error.clear();
+  if (!ranks) return Fail(kolo::InvalidArgumentError("kolo_process_set_ranks: ranks is NULL"));
+  auto list = kolo::capi::ProcessSetRanks(process_set_id);
+  if (!list.ok()) return Fail(list.status());
+  std::copy(list->begin(), list->end(), ranks);
+  return KOLO_SUCCESS;
 }
 
 kolo_status_t kolo_join(int* last_joined_rank) {

@@ -245,6 +245,59 @@ KOLO_API kolo_status_t kolo_barrier(void);
  * the message is in kolo_last_error(). */
 KOLO_API kolo_status_t kolo_join(int* last_joined_rank);
 
+/* ---- process sets (Horovod's) -------------------------------------------------------------- */
+
+/* Process set 0 is every rank (the operations above use it). kolo_add_process_set creates a set
+ * of `nranks` ranks (any order; stored ascending) with a negotiation and data path of its own:
+ * operations on it (the *_on functions below, called by its members only) never wait on ranks
+ * outside it, and may run concurrently with operations on other sets. It is collective over every
+ * rank of the job (members and non-members alike, like Horovod's add_process_set), and every rank
+ * must pass the same ranks. *process_set_id receives the new id (> 0, the same on every rank).
+ * Error messages in kolo_last_error(); inside a set, "rank r" means the r-th member.
+ * Errors: KOLO_ERR_INVALID_ARGUMENT (empty list, a rank outside [0, size) or named twice, the
+ * ranks' lists differ — "ranks 0,1 passed [0,1], rank 2 passed [0,2]" —, or a set with these
+ * ranks exists), KOLO_ERR_FAILED_PRECONDITION (not initialised). */
+KOLO_API kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_set_id);
+/* Removes a set; collective over every rank, all passing the same id. The members' pending
+ * operations on it fail with KOLO_ERR_FAILED_PRECONDITION. Errors: KOLO_ERR_INVALID_ARGUMENT
+ * (unknown id, id 0, or ids differ across ranks), KOLO_ERR_FAILED_PRECONDITION. */
+KOLO_API kolo_status_t kolo_remove_process_set(int process_set_id);
+/* This rank's rank inside the set, or -1 when it is not a member (or the set is unknown). */
+KOLO_API int kolo_process_set_rank(int process_set_id);
+/* The set's number of ranks, or -1 when the set is unknown. */
+KOLO_API int kolo_process_set_size(int process_set_id);
+/* Writes the set's kolo_process_set_size() ranks, ascending, to ranks[]. */
+KOLO_API kolo_status_t kolo_process_set_ranks(int process_set_id, int* ranks);
+
+/* The operations on a process set: the same arguments and errors as the functions without the
+ * suffix (ranks such as root_rank and the entries of splits are ranks inside the set), plus
+ * KOLO_ERR_INVALID_ARGUMENT when the set is unknown or the calling rank is not a member. */
+KOLO_API kolo_status_t kolo_allreduce_async_on(int process_set_id, const char* name,
+                                               const void* input, void* output,
+                                               kolo_dtype_t dtype, int ndim,
+                                               const int64_t* shape, kolo_reduce_op_t op,
+                                               double prescale_factor, double postscale_factor,
+                                               kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_allgather_async_on(int process_set_id, const char* name,
+                                               const void* input, kolo_dtype_t dtype, int ndim,
+                                               const int64_t* shape, kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_broadcast_async_on(int process_set_id, const char* name,
+                                               const void* input, void* output,
+                                               kolo_dtype_t dtype, int ndim,
+                                               const int64_t* shape, int root_rank,
+                                               kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_reducescatter_async_on(int process_set_id, const char* name,
+                                                   const void* input, kolo_dtype_t dtype,
+                                                   int ndim, const int64_t* shape,
+                                                   kolo_reduce_op_t op, double prescale_factor,
+                                                   double postscale_factor,
+                                                   kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_alltoall_async_on(int process_set_id, const char* name,
+                                              const void* input, kolo_dtype_t dtype, int ndim,
+                                              const int64_t* shape, const int64_t* splits,
+                                              kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_barrier_on(int process_set_id);
+
 /* Counters of the negotiation since kolo_init, for benchmarks and for checking that the response
  * cache works (KOLO_CACHE_CAPACITY): a training loop that repeats the same tensor names should
  * show cache_hits growing and slow_cycles staying flat. */
