@@ -25,23 +25,36 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   std::vector<Request> uncached;
   uncached.swap(deferred_);
   std::vector<int> stale;
-  for (Request& r : mine.requests) {
+  std::vector<ResponseCache::Lookup> found(mine.requests.size(), ResponseCache::Lookup::kMiss);
+  std::vector<int> slots(mine.requests.size(), -1);
+  std::unordered_map<std::string, bool> group_all_hits;  // group key -> every member hit
+  for (size_t i = 0; i < mine.requests.size(); ++i) {
+    const Request& r = mine.requests[i];
     if (r.op == OpType::kJoin) joined_ = true;
-    if (!cache_.enabled() || !ResponseCache::Cacheable(r)) {
-      uncached.push_back(std::move(r));
-      continue;
+    if (cache_.enabled() && ResponseCache::Cacheable(r)) found[i] = cache_.Find(r, &slots[i]);
+    if (r.group_size > 1) {
+      auto g = group_all_hits.emplace(r.group, true).first;
+      g->second = g->second && found[i] == ResponseCache::Lookup::kHit;
     }
-    int slot = -1;
-    switch (cache_.Find(r, &slot)) {
+  }
+  for (size_t i = 0; i < mine.requests.size(); ++i) {
+    Request& r = mine.requests[i];
+    ResponseCache::Lookup lookup = found[i];
+    // A group goes one way: when one member cannot be served from the cache, none is, and the
+    // others' slots are invalidated so that every rank sends this group the slow way.
+    if (lookup == ResponseCache::Lookup::kHit && r.group_size > 1 && !group_all_hits[r.group]) {
+      lookup = ResponseCache::Lookup::kStale;
+    }
+    switch (lookup) {
       case ResponseCache::Lookup::kHit:
         ++stats_.cache_hits;
-        hits_.emplace(slot, Hit{std::move(r), start});
+        hits_.emplace(slots[i], Hit{std::move(r), start});
         break;
       case ResponseCache::Lookup::kStale:
-        stale.push_back(slot);
+        stale.push_back(slots[i]);
         [[fallthrough]];
       case ResponseCache::Lookup::kMiss:
-        ++stats_.cache_misses;
+        if (cache_.enabled() && ResponseCache::Cacheable(r)) ++stats_.cache_misses;
         uncached.push_back(std::move(r));
         break;
     }
@@ -131,6 +144,7 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
       }
     }
   }
+  MoveGroupsOfUncachedHits(uncached);
   if (*any_joined) {
     // A joined rank has no Request for its peers' names: everything goes to the coordinator,
     // which knows who joined (a joined rank always asks for the slow path).
@@ -177,6 +191,23 @@ void Controller::CacheResponses(const std::vector<Response>& responses, bool any
   for (auto it = hits_.begin(); it != hits_.end();) {
     if (!cache_.occupied(it->first) || cache_.name(it->first) != it->second.request.name) {
       deferred_.push_back(std::move(it->second.request));
+      it = hits_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  MoveGroupsOfUncachedHits(&deferred_);
+}
+
+void Controller::MoveGroupsOfUncachedHits(std::vector<Request>* uncached) {
+  std::unordered_map<std::string, bool> groups;
+  for (const Request& r : *uncached) {
+    if (r.group_size > 1) groups.emplace(r.group, true);
+  }
+  if (groups.empty()) return;
+  for (auto it = hits_.begin(); it != hits_.end();) {
+    if (it->second.request.group_size > 1 && groups.count(it->second.request.group)) {
+      uncached->push_back(std::move(it->second.request));
       it = hits_.erase(it);
     } else {
       ++it;

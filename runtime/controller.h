@@ -85,6 +85,8 @@ class Controller {
   ResponseList Coordinate(const std::vector<std::string>& gathered);
   // After step 2: remember the Responses; hits whose slot was evicted go the slow way next.
   void CacheResponses(const std::vector<Response>& responses, bool any_joined);
+  // A group goes one way: hits of a group with a member in `uncached` join it there.
+  void MoveGroupsOfUncachedHits(std::vector<Request>* uncached);
 
   Communicator& control_;
   const ControllerOptions options_;

@@ -79,19 +79,22 @@ std::vector<Response> Coordinator::TakeReady() {
     auto it = table_.find(ready_.front());
     ready_.pop_front();
     if (it == table_.end()) continue;
-    if (!it->second.duplicate_error.empty()) {
-      Response err;
-      err.type = ResponseType::kError;
-      err.names = {it->first};
-      err.error_code = StatusCode::kInvalidArgument;
-      err.error = it->second.duplicate_error;
-      out.push_back(std::move(err));
-    } else if (it->second.count == size_) {
-      out.push_back(BuildResponse(it->second.by_rank));
+    const Entry& e = it->second;
+    const Request first = e.by_rank[std::find(e.submitted.begin(), e.submitted.end(), true) -
+                                    e.submitted.begin()];
+    Response resp;
+    if (!e.duplicate_error.empty()) {
+      resp.type = ResponseType::kError;
+      resp.names = {it->first};
+      resp.error_code = StatusCode::kInvalidArgument;
+      resp.error = e.duplicate_error;
+    } else if (e.count == size_) {
+      resp = BuildResponse(e.by_rank);
     } else {
-      out.push_back(BuildWithJoined(it->second));
+      resp = BuildWithJoined(e);
     }
     table_.erase(it);
+    Emit(std::move(resp), first, &out);
   }
   if (!join_order_.empty() && static_cast<int>(join_order_.size()) == size_) {
     // Every pending name became ready when the last rank joined, so the table is empty.
@@ -130,14 +133,52 @@ std::vector<Coordinator::Waiting> Coordinator::Pending() const {
   return out;
 }
 
-Response Coordinator::Fail(const std::string& name, StatusCode code, const std::string& error) {
-  table_.erase(name);
+std::vector<Response> Coordinator::Fail(const std::string& name, StatusCode code,
+                                        const std::string& error) {
+  std::vector<Response> out;
+  auto it = table_.find(name);
+  if (it == table_.end()) return out;
+  const Entry& e = it->second;
+  const Request first = e.by_rank[std::find(e.submitted.begin(), e.submitted.end(), true) -
+                                  e.submitted.begin()];
+  table_.erase(it);
   Response err;
   err.type = ResponseType::kError;
   err.names = {name};
   err.error_code = code;
   err.error = error;
-  return err;
+  Emit(std::move(err), first, &out);
+  return out;
+}
+
+void Coordinator::Emit(Response r, const Request& first, std::vector<Response>* out) {
+  if (first.group_size <= 1) {
+    out->push_back(std::move(r));
+    return;
+  }
+  std::vector<Response>& members = held_[first.group];
+  members.push_back(std::move(r));
+  if (static_cast<int32_t>(members.size()) < first.group_size) return;
+  const Response* failed = nullptr;
+  for (const Response& m : members) {
+    if (m.type == ResponseType::kError && !failed) failed = &m;
+  }
+  if (failed) {
+    const std::string why = "grouped with '" + failed->names[0] + "', which failed: " +
+                            failed->error;
+    const StatusCode code = failed->error_code;
+    for (Response& m : members) {
+      if (m.type == ResponseType::kError) continue;
+      Response err;
+      err.type = ResponseType::kError;
+      err.names = m.names;
+      err.error_code = code;
+      err.error = std::string(OpTypeName(first.op)) + " '" + m.names[0] + "': " + why;
+      m = std::move(err);
+    }
+  }
+  for (Response& m : members) out->push_back(std::move(m));
+  held_.erase(first.group);
 }
 
 std::string RankList(const std::vector<int>& ranks) {
@@ -160,6 +201,11 @@ std::string Scale(double v) {
   s.precision(17);
   s << v;
   return s.str();
+}
+
+std::string Group(const Request& r) {
+  return r.group_size <= 0 ? std::string("no group")
+                           : "group '" + r.group + "' of " + std::to_string(r.group_size);
 }
 
 std::string Device(int d) { return d < 0 ? std::string("cpu") : "cuda:" + std::to_string(d); }
@@ -222,6 +268,11 @@ const Field kFields[] = {
      [](const Request& a, const Request& b) { return a.postscale == b.postscale; },
      [](const Request& r) { return Scale(r.postscale); },
      [](const Request& r) { return Scale(r.postscale); }},
+    {"group", Always,
+     [](const Request& a, const Request& b) {
+       return a.group == b.group && a.group_size == b.group_size;
+     },
+     [](const Request& r) { return Group(r); }, [](const Request& r) { return Group(r); }},
     {"root rank", IsBroadcast, [](const Request& a, const Request& b) { return a.root == b.root; },
      [](const Request& r) { return std::to_string(r.root); },
      [](const Request& r) { return std::to_string(r.root); }},

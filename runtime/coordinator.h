@@ -52,9 +52,10 @@ class Coordinator {
   };
   // Every name not yet ready, in order of first submission.
   std::vector<Waiting> Pending() const;
-  // Takes a name out of the table and returns an error Response for it (the stall inspector's
-  // shutdown); the names' Requests are dropped.
-  Response Fail(const std::string& name, StatusCode code, const std::string& error);
+  // Takes a name out of the table and returns the error Responses this produces (the stall
+  // inspector's shutdown): one for the name, or, for a member of a group, the whole group's
+  // once its other members are ready (none until then).
+  std::vector<Response> Fail(const std::string& name, StatusCode code, const std::string& error);
 
  private:
   struct Entry {
@@ -72,6 +73,9 @@ class Coordinator {
   void AddJoin(int rank);
   // The Response of a ready name whose non-submitters have all joined.
   Response BuildWithJoined(const Entry& e) const;
+  // Appends `r` to `out`, or holds it until every member of its group is ready; a group is
+  // released all-or-nothing: if one member failed, every member fails.
+  void Emit(Response r, const Request& first, std::vector<Response>* out);
 
   const int size_;
   std::unordered_map<std::string, Entry> table_;
@@ -80,6 +84,7 @@ class Coordinator {
   uint64_t next_seq_ = 0;
   std::vector<bool> joined_;      // indexed by rank
   std::vector<int> join_order_;   // joined ranks, in join order
+  std::unordered_map<std::string, std::vector<Response>> held_;  // group key -> ready members
 };
 
 // "0", "1,3", "0-2,5": ranks in ascending order, runs collapsed.

@@ -41,6 +41,10 @@ struct Request {
   // Non-empty: this rank refused the submission locally (its caller got this error at once);
   // the Request still goes to the coordinator so the other ranks get an error, not a hang.
   std::string refused;
+  // A grouped operation (kolo_grouped_*): every member carries the group's key (its first
+  // member's name) and size; the group is negotiated and executed all-or-nothing.
+  std::string group;
+  int32_t group_size = 0;
 };
 
 struct RequestList {

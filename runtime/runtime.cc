@@ -179,6 +179,81 @@ NegotiationStats Runtime::negotiation_stats() const {
   return stats_;
 }
 
+StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
+    const std::vector<Submission>& group) {
+  if (group.empty()) return InvalidArgumentError("grouped operation: no tensors");
+  const OpType op = group[0].op;
+  const std::string what = "grouped " + std::string(OpTypeName(op)) + " '" + group[0].name +
+                           "' (" + std::to_string(group.size()) + " tensors)";
+  if (op != OpType::kAllreduce && op != OpType::kAllgather && op != OpType::kReducescatter) {
+    return InvalidArgumentError(what + ": only allreduce, allgather and reducescatter group");
+  }
+  std::vector<TensorEntry> entries(group.size());
+  Status bad;
+  size_t bad_index = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    const Submission& s = group[i];
+    Request& r = entries[i].request;
+    r.rank = layout_.rank;
+    r.op = s.op;
+    r.name = s.name;
+    r.dtype = s.dtype;
+    r.shape = s.shape;
+    r.reduce_op = s.reduce_op;
+    r.root = s.root;
+    r.prescale = s.prescale;
+    r.postscale = s.postscale;
+    r.group = group[0].name;
+    r.group_size = static_cast<int32_t>(group.size());
+    Status v = s.op == op ? Validate(s, layout_.size)
+                          : InvalidArgumentError(Describe(s) + ": a group holds one operation (" +
+                                                 std::string(OpTypeName(op)) + ")");
+    if (!v.ok() && bad.ok()) {
+      bad = v;
+      bad_index = i;
+    }
+    entries[i].input = s.input;
+    entries[i].output = s.output;
+  }
+  std::unique_lock<std::mutex> join_lock(join_mu_);
+  const bool joined = !join_name_.empty();
+  if (bad.ok() && joined) {
+    bad = FailedPreconditionError(what + ": rank " + std::to_string(layout_.rank) +
+                                  " has joined; no operation can be submitted until every rank "
+                                  "has joined");
+  }
+  if (!bad.ok()) {
+    // Every member fails on the peers too, so none of them waits for this rank.
+    const std::string bad_name = group[bad_index].name;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Request& r = entries[i].request;
+      if (r.name.empty()) continue;
+      if (joined) {
+        r.refused = kRefusedJoined;
+      } else if (i == bad_index) {
+        const std::string prefix = Describe(group[i]) + ": ";
+        r.refused = bad.message().rfind(prefix, 0) == 0 ? bad.message().substr(prefix.size())
+                                                        : bad.message();
+      } else {
+        r.refused = "grouped with '" + bad_name + "', which was refused: " + bad.message();
+      }
+      queue_.AddRefused(std::move(r));
+    }
+    join_lock.unlock();
+    Wake();
+    return bad.message().rfind(what, 0) == 0 ? bad : bad.AddContext(what);
+  }
+  join_lock.unlock();
+  std::vector<std::shared_ptr<Handle>> handles;
+  for (TensorEntry& e : entries) {
+    e.handle = std::make_shared<Handle>();
+    handles.push_back(e.handle);
+  }
+  KOLO_RETURN_IF_ERROR(queue_.AddGroup(std::move(entries)));
+  Wake();
+  return handles;
+}
+
 void Runtime::Wake() {
   if (!config_.wake_on_submit) return;
   {

@@ -62,6 +62,11 @@ class Runtime {
   // announced to the coordinator, which fails that name on every other rank ("rank r refused
   // it: ..."), so no peer waits for it.
   StatusOr<std::shared_ptr<Handle>> Enqueue(const Submission& s);
+  // A group of allreduces, allgathers or reducescatters (one operation for all), negotiated and
+  // executed all-or-nothing: queued together or not at all, and when one member fails on any
+  // rank (a mismatch, a refusal) every member fails on every rank. A member refused here
+  // refuses the whole group (announced to the peers like a refused Enqueue).
+  StatusOr<std::vector<std::shared_ptr<Handle>>> EnqueueGroup(const std::vector<Submission>& group);
   // Blocks until every rank has entered Barrier() or joined: a negotiated operation under the reserved
   // name "__kolo_barrier.<n>" (n counts this rank's barriers), so it is ordered with the
   // others. One thread per rank at a time.

@@ -58,7 +58,9 @@ std::vector<Response> StallInspector::Inspect(Coordinator& coordinator, Clock::t
                               Setting(options_.shutdown_seconds);
       KOLO_LOG_ERROR("stall", "{}", why);
       warned_.erase(w.name);
-      failed.push_back(coordinator.Fail(w.name, StatusCode::kDeadlineExceeded, "stalled: " + why));
+      for (Response& r : coordinator.Fail(w.name, StatusCode::kDeadlineExceeded, "stalled: " + why)) {
+        failed.push_back(std::move(r));
+      }
       continue;
     }
     if (waited < options_.check_seconds || warned_.count(w.name)) continue;

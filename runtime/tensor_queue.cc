@@ -17,6 +17,29 @@ Status TensorQueue::Add(TensorEntry entry) {
   return Status::OK();
 }
 
+Status TensorQueue::AddGroup(std::vector<TensorEntry> entries) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return FailedPreconditionError(closed_reason_);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Request& r = entries[i].request;
+    bool repeated = false;
+    for (size_t j = 0; j < i; ++j) repeated = repeated || entries[j].request.name == r.name;
+    if (table_.count(r.name) || repeated) {
+      return InvalidArgumentError(std::string(OpTypeName(r.op)) + " '" + r.name + "': " +
+                                  (repeated ? "named twice in one group"
+                                            : "a tensor with this name is already in flight on "
+                                              "rank " + std::to_string(r.rank)) +
+                                  "; the group was not submitted");
+    }
+  }
+  for (TensorEntry& e : entries) {
+    new_requests_.push_back(e.request);
+    std::string name = e.request.name;
+    table_.emplace(std::move(name), std::move(e));
+  }
+  return Status::OK();
+}
+
 void TensorQueue::AddRefused(Request request) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!closed_) new_requests_.push_back(std::move(request));

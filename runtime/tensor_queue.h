@@ -29,6 +29,9 @@ class TensorQueue {
   // Fails with kInvalidArgument when the name is in flight, kFailedPrecondition when closed
   // (`closed_reason`).
   Status Add(TensorEntry entry);
+  // Adds every entry or none (a name in flight or repeated in `entries` refuses the group), so
+  // the background thread takes a group's Requests in one batch.
+  Status AddGroup(std::vector<TensorEntry> entries);
   // Queues a Request without a local entry: a submission this rank refused, announced so the
   // coordinator can fail the name on the other ranks.
   void AddRefused(Request request);

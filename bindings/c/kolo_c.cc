@@ -2,6 +2,7 @@
 // pointer (shared, so a submission racing kolo_shutdown keeps it alive until it returns).
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -207,6 +208,103 @@ kolo_status_t kolo_alltoall_async_on(int process_set, const char* name, const vo
   if (kolo_status_t s = CheckDtype(dtype, name)) return s;
   kolo::Submission sub = NewSubmission(kolo::OpType::kAlltoall, name, input, dtype);
   return Submit(std::move(sub), ndim, shape, handle, splits, process_set);
+}
+
+}  // extern "C"
+
+namespace {
+
+// The shared part of the grouped functions: checks the arrays, builds one Submission per tensor
+// (`fill` adds the operation's own fields) and enqueues them as a group.
+kolo_status_t SubmitGroup(int process_set, kolo::OpType op, int count, const char* const* names,
+                          const void* const* inputs, void* const* outputs,
+                          const kolo_dtype_t* dtypes, const int* ndims,
+                          const int64_t* const* shapes, kolo_handle_t* handles,
+                          const std::function<void(kolo::Submission&)>& fill) {
+  g_last_error.clear();
+  const std::string what = "grouped " + std::string(kolo::OpTypeName(op));
+  if (count < 1 || !names || !inputs || !dtypes || !ndims || !shapes || !handles ||
+      (op == kolo::OpType::kAllreduce && !outputs)) {
+    return Fail(kolo::InvalidArgumentError(what + ": count < 1 or an array is NULL"));
+  }
+  std::vector<kolo::Submission> group;
+  for (int i = 0; i < count; ++i) {
+    handles[i] = nullptr;
+    const char* name = names[i] ? names[i] : "";
+    if (kolo_status_t s = CheckDtype(dtypes[i], name)) return s;
+    kolo::Submission sub = NewSubmission(op, name, inputs[i], dtypes[i]);
+    if (outputs) sub.output = outputs[i];
+    const int ndim = ndims[i];
+    if (sub.name.empty() || ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shapes[i])) {
+      return Fail(kolo::InvalidArgumentError(what + ": tensor " + std::to_string(i) + " ('" +
+                                             sub.name + "'): empty name, ndim " +
+                                             std::to_string(ndim) + " outside [0, " +
+                                             std::to_string(KOLO_MAX_DIMS) +
+                                             "] or shape is NULL"));
+    }
+    sub.shape.assign(shapes[i], shapes[i] + ndim);
+    fill(sub);
+    group.push_back(std::move(sub));
+  }
+  kolo::Status why;
+  auto runtime = kolo::capi::ProcessSetRuntime(process_set, what + " '" + group[0].name + "'", &why);
+  if (!runtime) return Fail(why);
+  auto added = runtime->EnqueueGroup(group);
+  if (!added.ok()) return Fail(added.status());
+  for (int i = 0; i < count; ++i) handles[i] = new kolo_handle_s{(*added)[i]};
+  return KOLO_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+kolo_status_t kolo_grouped_allreduce_async_on(int process_set, int count,
+                                              const char* const* names,
+                                              const void* const* inputs, void* const* outputs,
+                                              const kolo_dtype_t* dtypes, const int* ndims,
+                                              const int64_t* const* shapes, kolo_reduce_op_t op,
+                                              double prescale_factor, double postscale_factor,
+                                              kolo_handle_t* handles) {
+  if (kolo_status_t s = CheckReduceOp(op, "grouped allreduce", names && count > 0 ? names[0] : "")) {
+    return s;
+  }
+  return SubmitGroup(process_set, kolo::OpType::kAllreduce, count, names, inputs, outputs, dtypes,
+                     ndims, shapes, handles, [&](kolo::Submission& s) {
+                       s.reduce_op = static_cast<kolo::ReduceOp>(op);
+                       s.prescale = prescale_factor;
+                       s.postscale = postscale_factor;
+                     });
+}
+
+kolo_status_t kolo_grouped_allgather_async_on(int process_set, int count,
+                                              const char* const* names,
+                                              const void* const* inputs,
+                                              const kolo_dtype_t* dtypes, const int* ndims,
+                                              const int64_t* const* shapes,
+                                              kolo_handle_t* handles) {
+  return SubmitGroup(process_set, kolo::OpType::kAllgather, count, names, inputs, nullptr, dtypes,
+                     ndims, shapes, handles, [](kolo::Submission&) {});
+}
+
+kolo_status_t kolo_grouped_reducescatter_async_on(int process_set, int count,
+                                                  const char* const* names,
+                                                  const void* const* inputs,
+                                                  const kolo_dtype_t* dtypes, const int* ndims,
+                                                  const int64_t* const* shapes,
+                                                  kolo_reduce_op_t op, double prescale_factor,
+                                                  double postscale_factor,
+                                                  kolo_handle_t* handles) {
+  if (kolo_status_t s =
+          CheckReduceOp(op, "grouped reducescatter", names && count > 0 ? names[0] : "")) {
+    return s;
+  }
+  return SubmitGroup(process_set, kolo::OpType::kReducescatter, count, names, inputs, nullptr,
+                     dtypes, ndims, shapes, handles, [&](kolo::Submission& s) {
+                       s.reduce_op = static_cast<kolo::ReduceOp>(op);
+                       s.prescale = prescale_factor;
+                       s.postscale = postscale_factor;
+                     });
 }
 
 kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,

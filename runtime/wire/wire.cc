@@ -33,10 +33,12 @@ std::string EncodeRequestList(const RequestList& list) {
     auto shape = b.CreateVector(r.shape);
     auto refused = r.refused.empty() ? 0 : b.CreateString(r.refused);
     auto splits = r.splits.empty() ? 0 : b.CreateVector(r.splits);
+    auto group = r.group.empty() ? 0 : b.CreateString(r.group);
     reqs.push_back(wire::CreateRequest(b, r.rank, static_cast<uint8_t>(r.op), name,
                                        static_cast<uint8_t>(r.dtype), shape,
                                        static_cast<uint8_t>(r.reduce_op), r.root, r.prescale,
-                                       r.postscale, r.device, refused, splits));
+                                       r.postscale, r.device, refused, splits, group,
+                                       r.group_size));
   }
   auto vec = b.CreateVector(reqs);
   b.Finish(wire::CreateRequestList(b, vec, list.shutdown), kRequestId);
@@ -69,6 +71,8 @@ StatusOr<RequestList> DecodeRequestList(const std::string& bytes) {
       q.device = r->device();
       q.refused = r->refused() ? r->refused()->str() : std::string();
       q.splits = Longs(r->splits());
+      q.group = r->group() ? r->group()->str() : std::string();
+      q.group_size = r->group_size();
       out.requests.push_back(std::move(q));
     }
   }

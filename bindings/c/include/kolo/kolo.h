@@ -298,6 +298,35 @@ KOLO_API kolo_status_t kolo_alltoall_async_on(int process_set_id, const char* na
                                               kolo_handle_t* handle);
 KOLO_API kolo_status_t kolo_barrier_on(int process_set_id);
 
+/* ---- grouped operations -------------------------------------------------------------------- */
+
+/* `count` tensors submitted as one group on process set `process_set_id` (0 = every rank): each
+ * tensor i is described as in the single-tensor function (names[i], inputs[i], outputs[i],
+ * dtypes[i], ndims[i], shapes[i]); op and scale factors apply to all. The group is negotiated and
+ * executed all-or-nothing (Horovod's grouped_allreduce): its tensors are queued together or not
+ * at all, run in the same cycle (fused where they can be), and when one of them fails on any
+ * rank — a mismatch, a refused submission — every one fails on every rank ("... grouped with
+ * 'x', which failed: <why>"). Every rank must group the same names. On success handles[i] is the
+ * handle of tensor i; on failure no handle is created.
+ * Errors: those of the single-tensor functions, for the first bad tensor (its message names it);
+ * KOLO_ERR_INVALID_ARGUMENT also for count < 1 or NULL arrays. */
+KOLO_API kolo_status_t kolo_grouped_allreduce_async_on(
+    int process_set_id, int count, const char* const* names, const void* const* inputs,
+    void* const* outputs, const kolo_dtype_t* dtypes, const int* ndims,
+    const int64_t* const* shapes, kolo_reduce_op_t op, double prescale_factor,
+    double postscale_factor, kolo_handle_t* handles);
+KOLO_API kolo_status_t kolo_grouped_allgather_async_on(int process_set_id, int count,
+                                                       const char* const* names,
+                                                       const void* const* inputs,
+                                                       const kolo_dtype_t* dtypes,
+                                                       const int* ndims,
+                                                       const int64_t* const* shapes,
+                                                       kolo_handle_t* handles);
+KOLO_API kolo_status_t kolo_grouped_reducescatter_async_on(
+    int process_set_id, int count, const char* const* names, const void* const* inputs,
+    const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
+    kolo_reduce_op_t op, double prescale_factor, double postscale_factor, kolo_handle_t* handles);
+
 /* Counters of the negotiation since kolo_init, for benchmarks and for checking that the response
  * cache works (KOLO_CACHE_CAPACITY): a training loop that repeats the same tensor names should
  * show cache_hits growing and slow_cycles staying flat. */

@@ -1,0 +1,157 @@
+// Grouped operations, all-or-nothing: the coordinator releases a group only when every member is
+// ready and fails every member when one fails; the controller sends a group one way (cache or
+// coordinator) on every rank; the runtime queues a group together or refuses all of it.
+#include <gtest/gtest.h>
+
+#include "runtime/controller.h"
+#include "runtime/coordinator.h"
+#include "unit/thread_world.h"
+
+namespace kolo {
+namespace {
+
+Request Member(const std::string& name, const std::string& group, int size,
+               std::vector<int64_t> shape = {4}) {
+  Request r;
+  r.name = name;
+  r.shape = std::move(shape);
+  r.group = group;
+  r.group_size = size;
+  return r;
+}
+
+RequestList List(std::vector<Request> reqs) {
+  RequestList l;
+  l.requests = std::move(reqs);
+  return l;
+}
+
+std::vector<std::string> Names(const std::vector<Response>& rs) {
+  std::vector<std::string> out;
+  for (const Response& r : rs) {
+    for (const std::string& n : r.names) out.push_back(n);
+  }
+  return out;
+}
+
+TEST(GroupCoordinator, HeldUntilEveryMemberIsReady) {
+  Coordinator c(2);
+  // Rank 0 submits the group; rank 1 submits 'a' alone first (as if its queue split the group).
+  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 0);
+  c.Add(List({Member("a", "a", 2)}), 1);
+  EXPECT_TRUE(c.TakeReady().empty());  // 'a' is ready, but 'b' is not
+  c.Add(List({Member("b", "a", 2)}), 1);
+  auto ready = c.TakeReady();
+  EXPECT_EQ(Names(ready), (std::vector<std::string>{"a", "b"}));
+  for (const Response& r : ready) EXPECT_EQ(r.type, ResponseType::kAllreduce);
+}
+
+TEST(GroupCoordinator, OneFailedMemberFailsTheGroup) {
+  Coordinator c(3);
+  for (int r = 0; r < 3; ++r) {
+    c.Add(List({Member("a", "a", 3), Member("b", "a", 3, {r == 2 ? 5 : 4}),
+                Member("c", "a", 3)}), r);
+  }
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.size(), 3u);
+  for (const Response& r : ready) EXPECT_EQ(r.type, ResponseType::kError);
+  EXPECT_EQ(ready[1].error, "allreduce 'b': shape mismatch: ranks 0,1 have [4], rank 2 has [5]");
+  EXPECT_EQ(ready[0].error, "allreduce 'a': grouped with 'b', which failed: " + ready[1].error);
+  EXPECT_EQ(ready[2].error, "allreduce 'c': grouped with 'b', which failed: " + ready[1].error);
+}
+
+TEST(GroupCoordinator, GroupedOnOneRankAndNotOnAnotherIsAMismatch) {
+  Coordinator c(2);
+  c.Add(List({Member("a", "a", 1)}), 0);
+  Request single;
+  single.name = "a";
+  single.shape = {4};
+  c.Add(List({single}), 1);
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].error, "allreduce 'a': group mismatch: rank 0 has group 'a' of 1, rank 1 "
+                            "has no group");
+}
+
+// Controller over the thread world: the group is cached after its first step; then the last
+// rank changes one member's shape: every member fails on every rank, in the same cycle.
+class GroupController : public ::testing::TestWithParam<int> {};
+
+TEST_P(GroupController, AStaleMemberSendsTheWholeGroupToTheCoordinator) {
+  const int n = GetParam();
+  std::vector<std::vector<ResponseList>> lists(n);
+  testing::RunOnThreadWorld(n, [&](Communicator& comm) {
+    ControllerOptions options;
+    options.cache_capacity = 8;
+    Controller controller(comm, options);
+    const int r = comm.Rank();
+    for (int step = 0; step < 4; ++step) {
+      const bool changed = step == 2 && r == n - 1;
+      RequestList mine = List({Member("a", "a", 2), Member("b", "a", 2, {changed ? 8 : 4})});
+      for (Request& q : mine.requests) q.rank = r;
+      auto result = controller.Negotiate(mine);
+      ASSERT_TRUE(result.ok()) << result.status().ToString();
+      lists[r].push_back(*result);
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    for (int step = 0; step < 4; ++step) {
+      const ResponseList& l = lists[r][step];
+      EXPECT_EQ(Names(l.responses), (std::vector<std::string>{"a", "b"})) << "step " << step;
+      const bool fail = step == 2 && n > 1;
+      for (const Response& resp : l.responses) {
+        EXPECT_EQ(resp.type == ResponseType::kError, fail) << "rank " << r << " step " << step;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GroupController, ::testing::Values(1, 2, 3),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// Runtimes: a group with one locally invalid member fails as a whole on every rank; a valid
+// group afterwards completes with the right sums.
+TEST(GroupRuntime, ALocallyRefusedMemberFailsTheGroupEverywhere) {
+  const int n = 3;
+  testing::RunRuntimes(n, testing::FastConfig(), [&](Runtime& rt) {
+    const int r = rt.layout().rank;
+    std::vector<float> a(4, 1.0f + r), b(6, 2.0f), out_a(4), out_b(6);
+    auto make = [&](bool bad) {
+      std::vector<Submission> g(2);
+      g[0].name = "ga";
+      g[0].input = a.data();
+      g[0].output = out_a.data();
+      g[0].shape = {4};
+      g[1].name = "gb";
+      g[1].input = b.data();
+      g[1].output = bad ? nullptr : out_b.data();  // NULL output: refused on this rank
+      g[1].shape = {6};
+      return g;
+    };
+    auto first = rt.EnqueueGroup(make(r == 1));
+    if (r == 1) {
+      ASSERT_FALSE(first.ok());
+      EXPECT_NE(first.status().message().find("output is NULL"), std::string::npos)
+          << first.status().message();
+    } else {
+      ASSERT_TRUE(first.ok()) << first.status().ToString();
+      Status sa = testing::WaitFor(*(*first)[0]);
+      Status sb = testing::WaitFor(*(*first)[1]);
+      EXPECT_EQ(sb.message(), "allreduce 'gb': rank 1 refused it: output is NULL");
+      EXPECT_EQ(sa.message(), "allreduce 'ga': rank 1 refused it: grouped with 'gb', which was "
+                              "refused: allreduce 'gb': output is NULL");
+    }
+    // Rank 1 reuses the names only once the first group is resolved everywhere: the barrier is
+    // queued after its refusals.
+    ASSERT_TRUE(rt.Barrier().ok());
+    auto second = rt.EnqueueGroup(make(false));
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    ASSERT_TRUE(testing::WaitFor(*(*second)[0]).ok());
+    ASSERT_TRUE(testing::WaitFor(*(*second)[1]).ok());
+    EXPECT_EQ(out_a[0], 1.0f + 2.0f + 3.0f);
+    EXPECT_EQ(out_b[5], 2.0f * n);
+  });
+}
+
+}  // namespace
+}  // namespace kolo
