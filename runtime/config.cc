@@ -34,6 +34,15 @@ const std::vector<Knob>& Knobs() {
        "after this long, such tensors fail on every rank with the stall message; 0 = never"},
       {"KOLO_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "0/1", "0",
        "1 turns the stall inspector off"},
+      {"KOLO_AUTOTUNE", "HOROVOD_AUTOTUNE", "0/1", "0",
+       "1 tunes the fusion threshold and the cycle time online from the measured throughput "
+       "(runtime/autotune.h), the same values on every rank"},
+      {"KOLO_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_LOG", "path", "",
+       "rank 0 writes each autotune trial (setting, score) to this CSV file"},
+      {"KOLO_AUTOTUNE_WARMUP_SAMPLES", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "samples", "3",
+       "autotune samples discarded at the start"},
+      {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "cycles", "10",
+       "cycles with all-reduce work per autotune sample"},
   };
   return knobs;
 }
@@ -127,10 +136,25 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       }
       (knob.name == "KOLO_STALL_CHECK_TIME_SECONDS" ? c.stall_check_seconds
                                                     : c.stall_shutdown_seconds) = s;
-    } else if (knob.name == "KOLO_STALL_CHECK_DISABLE") {
+    } else if (knob.name == "KOLO_STALL_CHECK_DISABLE" || knob.name == "KOLO_AUTOTUNE") {
       std::string s(v);
       if (s != "0" && s != "1") return Malformed(v, "expected 0 or 1");
-      c.stall_check_disable = s == "1";
+      (knob.name == "KOLO_AUTOTUNE" ? c.autotune : c.stall_check_disable) = s == "1";
+    } else if (knob.name == "KOLO_AUTOTUNE_LOG") {
+      c.autotune_log = v;
+    } else if (knob.name == "KOLO_AUTOTUNE_WARMUP_SAMPLES" ||
+               knob.name == "KOLO_AUTOTUNE_STEPS_PER_SAMPLE") {
+      char* end = nullptr;
+      errno = 0;
+      long n = std::strtol(v, &end, 10);
+      const long low = knob.name == "KOLO_AUTOTUNE_WARMUP_SAMPLES" ? 0 : 1;
+      if (errno || *end != '\0' || !std::isdigit(static_cast<unsigned char>(*v)) || n < low ||
+          n > 100000) {
+        return Malformed(v, "expected a whole number in [" + std::to_string(low) + ", 100000]");
+      }
+      (knob.name == "KOLO_AUTOTUNE_WARMUP_SAMPLES" ? c.autotune_warmup_samples
+                                                   : c.autotune_steps_per_sample) =
+          static_cast<int>(n);
     } else if (knob.name == "KOLO_LOG_LEVEL") {
       auto level = ParseLogLevel(v);
       if (!level.ok()) return Malformed(v, level.status().message());

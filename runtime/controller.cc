@@ -17,7 +17,43 @@ Controller::Controller(Communicator& control, ControllerOptions options)
       options_(options),
       coordinator_(control.Size()),
       stall_(options.stall),
-      cache_(options.cache_capacity > 0 ? static_cast<size_t>(options.cache_capacity) : 0) {}
+      cache_(options.cache_capacity > 0 ? static_cast<size_t>(options.cache_capacity) : 0) {
+  cycle_time_ms_ = options_.cycle_time_ms;
+  if (options_.autotune && control_.Rank() == kCoordinator) {
+    tuner_ = std::make_unique<Autotuner>(
+        options_.autotune_options,
+        TunedParams{options_.fusion_threshold_bytes, options_.cycle_time_ms});
+    announce_ = tuner_->current();
+  }
+}
+
+NegotiationStats Controller::stats() const {
+  NegotiationStats s = stats_;
+  s.fusion_threshold_bytes = options_.fusion_threshold_bytes;
+  s.cycle_time_ms = cycle_time_ms_;
+  s.autotune_done = !tuner_ || tuner_->done();
+  return s;
+}
+
+Status Controller::Start() { return tuner_ ? tuner_->Open() : Status::OK(); }
+
+void Controller::ApplyTuned(const ResponseList& list) {
+  if (list.tuned_fusion_threshold_bytes >= 0) {
+    options_.fusion_threshold_bytes = list.tuned_fusion_threshold_bytes;
+  }
+  if (list.tuned_cycle_time_ms >= 0) cycle_time_ms_ = list.tuned_cycle_time_ms;
+}
+
+void Controller::Tune(const std::vector<Response>& responses) {
+  if (!tuner_ || tuner_->done()) return;
+  int64_t bytes = 0;
+  for (const Response& r : responses) {
+    if (r.type == ResponseType::kAllreduce) bytes += ResponseBytes(r);
+  }
+  if (bytes == 0) return;
+  auto next = tuner_->Record(bytes, Clock::now());
+  if (next) announce_ = *next;
+}
 
 StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   const auto start = Clock::now();
@@ -81,6 +117,7 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
     auto slow = SlowPath(list);
     if (!slow.ok()) return slow.status();
     result = std::move(*slow);
+    ApplyTuned(result);
     if (cache_.enabled()) CacheResponses(result.responses, any_joined);
     for (const Response& r : result.responses) {
       if (r.type == ResponseType::kJoin) joined_ = false;  // every rank has joined
@@ -90,6 +127,7 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   }
   result.responses = FuseResponses(std::move(responses), options_.fusion_threshold_bytes,
                                    options_.fusion_direct_bytes);
+  Tune(result.responses);
   stats_.negotiate_ns += Nanos(Clock::now() - start);
   return result;
 }
@@ -120,7 +158,8 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
   }
   const bool stall_check_due = control_.Rank() == kCoordinator && coordinator_.pending() > 0 &&
                                stall_.Due(now);
-  const bool need_slow = !uncached->empty() || shutdown || joined_ || stall_check_due;
+  const bool need_slow =
+      !uncached->empty() || shutdown || joined_ || stall_check_due || announce_.has_value();
   words[0] = (need_slow ? 0 : kNoSlowPath) | (joined_ ? 0 : kNoneJoined);
   const auto exchange_start = Clock::now();
   KOLO_RETURN_IF_ERROR(control_.AndBits(words.data(), words.size())
@@ -234,6 +273,11 @@ ResponseList Controller::Coordinate(const std::vector<std::string>& gathered) {
   if (coordinator_.shutdown_requested()) {
     out.shutdown = true;
     out.shutdown_rank = coordinator_.shutdown_rank();
+  }
+  if (announce_) {
+    out.tuned_fusion_threshold_bytes = announce_->fusion_threshold_bytes;
+    out.tuned_cycle_time_ms = announce_->cycle_time_ms;
+    announce_.reset();
   }
   return out;
 }

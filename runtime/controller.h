@@ -25,11 +25,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "collectives/communicator.h"
 #include "runtime/coordinator.h"
 #include "runtime/message.h"
+#include "runtime/autotune.h"
 #include "runtime/response_cache.h"
 #include "runtime/stall_inspector.h"
 
@@ -40,6 +43,9 @@ struct ControllerOptions {
   int64_t fusion_direct_bytes = 64 << 10;
   int64_t cache_capacity = 1024;  // same on every rank
   StallOptions stall;
+  double cycle_time_ms = 1.0;
+  bool autotune = false;          // rank 0 tunes threshold and cycle time (runtime/autotune.h)
+  AutotuneOptions autotune_options;
 };
 
 // Counters for `kolo-bench --negotiation` and the C API's kolo_get_stats.
@@ -52,6 +58,9 @@ struct NegotiationStats {
   uint64_t negotiate_ns = 0;    // time spent in Negotiate
   uint64_t exchange_ns = 0;     // of which in the control plane's collectives (incl. waiting
                                 // for the slowest rank)
+  int64_t fusion_threshold_bytes = 0;  // in force now (autotune changes it)
+  double cycle_time_ms = 0;            // in force now
+  bool autotune_done = false;          // rank 0: tuning finished (or never ran)
 };
 
 class Controller {
@@ -62,7 +71,12 @@ class Controller {
   // (a transport error); a malformed message from a peer becomes fatal_error in the result.
   StatusOr<ResponseList> Negotiate(RequestList mine);
 
-  const NegotiationStats& stats() const { return stats_; }
+  NegotiationStats stats() const;
+  // The cycle time in force (the configured one, or the autotuned one); read by the background
+  // thread that calls Negotiate.
+  double cycle_time_ms() const { return cycle_time_ms_; }
+  // The autotuner's log (rank 0 with KOLO_AUTOTUNE=1): a clear error for an unwritable path.
+  Status Start();
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -88,8 +102,16 @@ class Controller {
   // A group goes one way: hits of a group with a member in `uncached` join it there.
   void MoveGroupsOfUncachedHits(std::vector<Request>* uncached);
 
+  // All ranks: a setting announced in the ResponseList takes effect before this cycle's fusion.
+  void ApplyTuned(const ResponseList& list);
+  // Rank 0: feeds the cycle's all-reduce bytes to the autotuner.
+  void Tune(const std::vector<Response>& responses);
+
   Communicator& control_;
-  const ControllerOptions options_;
+  ControllerOptions options_;
+  double cycle_time_ms_;
+  std::unique_ptr<Autotuner> tuner_;       // rank 0 with autotune only
+  std::optional<TunedParams> announce_;    // rank 0: to send in the next ResponseList
   Coordinator coordinator_;
   StallInspector stall_;
   ResponseCache cache_;

@@ -97,6 +97,9 @@ struct ResponseList {
   bool shutdown = false;
   int32_t shutdown_rank = -1;  // the first rank that asked to shut down
   std::string fatal_error;     // non-empty: the coordinator failed; every rank stops with it
+  // Autotune (runtime/autotune.h): a new setting every rank applies from this cycle on; -1 = none.
+  int64_t tuned_fusion_threshold_bytes = -1;
+  double tuned_cycle_time_ms = -1;
 };
 
 }  // namespace kolo

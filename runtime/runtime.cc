@@ -20,6 +20,11 @@ ControllerOptions ControllerOptionsOf(const Config& c) {
   o.stall.enabled = !c.stall_check_disable;
   o.stall.check_seconds = c.stall_check_seconds;
   o.stall.shutdown_seconds = c.stall_shutdown_seconds;
+  o.cycle_time_ms = c.cycle_time_ms;
+  o.autotune = c.autotune;
+  o.autotune_options.log_path = c.autotune_log;
+  o.autotune_options.warmup_samples = c.autotune_warmup_samples;
+  o.autotune_options.steps_per_sample = c.autotune_steps_per_sample;
   return o;
 }
 
@@ -38,6 +43,7 @@ Runtime::~Runtime() { Shutdown(); }
 
 Status Runtime::Start() {
   KOLO_RETURN_IF_ERROR(fusion_.Prepare());
+  KOLO_RETURN_IF_ERROR(controller_.Start());
   running_ = true;
   thread_ = std::thread([this] { BackgroundLoop(); });
   return Status::OK();
@@ -281,10 +287,11 @@ void Runtime::FailAll(const Status& status) {
 void Runtime::BackgroundLoop() {
   using Clock = std::chrono::steady_clock;
   constexpr auto kSettle = std::chrono::microseconds(5);
-  const auto cycle = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
   auto cycle_start = Clock::now();
   while (true) {
+    // The configured cycle time, or the autotuner's.
+    const auto cycle = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(controller_.cycle_time_ms()));
     RequestList mine;
     {
       std::unique_lock<std::mutex> lock(mu_);

@@ -1,6 +1,8 @@
 // The C API: a thin translation from kolo.h onto the Runtime. The process holds one Runtime
 // pointer (shared, so a submission racing kolo_shutdown keeps it alive until it returns).
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <cstring>
@@ -105,7 +107,18 @@ kolo_status_t kolo_init(void) {
   auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes));
   if (!world.ok()) return Fail(world.status());
   kolo::SetLogRank(world->layout.rank, world->layout.size);
-  kolo::Status agreed = kolo::AgreeOnStart(*world->control, parsed.status(), config);
+  kolo::Status local = parsed.status();
+  if (local.ok() && config.autotune && !config.autotune_log.empty() && world->layout.rank == 0) {
+    // Rank 0 writes the log: an unwritable path fails kolo_init on every rank, not mid-job.
+    std::FILE* f = std::fopen(config.autotune_log.c_str(), "a");
+    if (!f) {
+      local = kolo::InvalidArgumentError("KOLO_AUTOTUNE_LOG='" + config.autotune_log +
+                                         "': cannot open for writing: " + std::strerror(errno));
+    } else {
+      std::fclose(f);
+    }
+  }
+  kolo::Status agreed = kolo::AgreeOnStart(*world->control, local, config);
   if (!agreed.ok()) return Fail(agreed);
   kolo::Status hooked = kolo::CallBeforeMpiFinalize([] { kolo_shutdown(); });
   if (!hooked.ok()) return Fail(hooked);
@@ -417,6 +430,9 @@ kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats) {
   stats->cache_invalidations = s.invalidations;
   stats->negotiate_ns = s.negotiate_ns;
   stats->exchange_ns = s.exchange_ns;
+  stats->fusion_threshold = s.fusion_threshold_bytes;
+  stats->cycle_time_ms = s.cycle_time_ms;
+  stats->autotune_done = s.autotune_done ? 1 : 0;
   return KOLO_SUCCESS;
 }
 

@@ -96,7 +96,8 @@ std::string EncodeResponseList(const ResponseList& list) {
   }
   auto vec = b.CreateVector(resps);
   auto fatal = b.CreateString(list.fatal_error);
-  b.Finish(wire::CreateResponseList(b, vec, list.shutdown, list.shutdown_rank, fatal),
+  b.Finish(wire::CreateResponseList(b, vec, list.shutdown, list.shutdown_rank, fatal,
+                                    list.tuned_fusion_threshold_bytes, list.tuned_cycle_time_ms),
            kResponseId);
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
@@ -113,6 +114,8 @@ StatusOr<ResponseList> DecodeResponseList(const std::string& bytes) {
   out.shutdown = root->shutdown();
   out.shutdown_rank = root->shutdown_rank();
   out.fatal_error = root->fatal_error() ? root->fatal_error()->str() : std::string();
+  out.tuned_fusion_threshold_bytes = root->tuned_fusion_threshold();
+  out.tuned_cycle_time_ms = root->tuned_cycle_time_ms();
   if (root->responses()) {
     for (const wire::Response* r : *root->responses()) {
       KOLO_RETURN_IF_ERROR(CheckEnums(r->type(), kMaxResponseType, r->dtype(), r->reduce_op(), "Response"));

@@ -73,7 +73,10 @@ TEST(GroupedTest, AllreduceGroupRepeatedThenOneMemberMismatched) {
       for (size_t i = 0; i < status.size(); ++i) {
         EXPECT_EQ(status[i], KOLO_ERR_INVALID_ARGUMENT) << "member " << i;
         EXPECT_NE(messages[i].find(why), std::string::npos) << messages[i];
-        if (i != 1) EXPECT_NE(messages[i].find("grouped with '" + base + "b', which failed"), std::string::npos) << messages[i];
+        if (i != 1) {
+          EXPECT_NE(messages[i].find("grouped with '" + base + "b', which failed"),
+                    std::string::npos) << messages[i];
+        }
       }
       continue;
     }

@@ -340,6 +340,9 @@ typedef struct {
   uint64_t negotiate_ns;        /* time the background thread spent negotiating, ns */
   uint64_t exchange_ns;         /* of which in the negotiation's collectives (including the wait
                                    for the slowest rank), ns */
+  int64_t fusion_threshold;     /* bytes, in force now (KOLO_AUTOTUNE changes it) */
+  double cycle_time_ms;         /* in force now */
+  int autotune_done;            /* rank 0: 1 once KOLO_AUTOTUNE has settled (or is off) */
 } kolo_negotiation_stats_t;
 
 /* Fills *stats (this rank's counters). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL),
