@@ -21,6 +21,8 @@ struct Config {
   bool wake_on_submit = true;                 // KOLO_WAKE_ON_SUBMIT
   LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
   bool log_hide_time = false;                 // KOLO_LOG_HIDE_TIME
+  std::string timeline_path;                  // KOLO_TIMELINE; "" = no timeline (rank 0 only)
+  bool timeline_mark_cycles = false;          // KOLO_TIMELINE_MARK_CYCLES
 };
 
 struct Knob {

@@ -102,12 +102,20 @@ kolo_status_t kolo_init(void) {
   auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes));
   if (!world.ok()) return Fail(world.status());
   kolo::SetLogRank(world->layout.rank, world->layout.size);
-  kolo::Status agreed = kolo::AgreeOnStart(*world->control, parsed.status(), config);
+  kolo::MpiCommunicator& control = *world->control;  // owned by the runtime from here on
+  auto runtime = std::make_shared<kolo::Runtime>(config, world->layout, std::move(world->control),
+                                                 std::move(world->data));
+  // Rank 0 opens the timeline before the ranks agree to start, so an unwritable path fails
+  // kolo_init on every rank rather than leaving the others waiting for rank 0.
+  kolo::Status local = parsed.status();
+  if (local.ok() && !config.timeline_path.empty()) {
+    local = runtime->StartTimeline(config.timeline_path, config.timeline_mark_cycles)
+                .AddContext("KOLO_TIMELINE");
+  }
+  kolo::Status agreed = kolo::AgreeOnStart(control, local, config);
   if (!agreed.ok()) return Fail(agreed);
   kolo::Status hooked = kolo::CallBeforeMpiFinalize([] { kolo_shutdown(); });
   if (!hooked.ok()) return Fail(hooked);
-  auto runtime = std::make_shared<kolo::Runtime>(config, world->layout, std::move(world->control),
-                                                 std::move(world->data));
   kolo::Status s = runtime->Start();
   if (!s.ok()) return Fail(s);
   KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
@@ -217,6 +225,29 @@ kolo_status_t kolo_join(int* last_joined_rank) {
   kolo::StatusOr<int> last = runtime->Join();
   if (!last.ok()) return Fail(last.status());
   if (last_joined_rank) *last_joined_rank = *last;
+  return KOLO_SUCCESS;
+}
+
+kolo_status_t kolo_start_timeline(const char* path, int mark_cycles) {
+  g_last_error.clear();
+  auto runtime = CurrentRuntime();
+  if (!runtime) {
+    return Fail(kolo::FailedPreconditionError("start_timeline: kolo is not initialized"));
+  }
+  if (!path || !*path) {
+    return Fail(kolo::InvalidArgumentError("start_timeline: the path is NULL or empty"));
+  }
+  kolo::Status s = runtime->StartTimeline(path, mark_cycles != 0);
+  return s.ok() ? KOLO_SUCCESS : Fail(s.AddContext("start_timeline"));
+}
+
+kolo_status_t kolo_stop_timeline(void) {
+  g_last_error.clear();
+  auto runtime = CurrentRuntime();
+  if (!runtime) {
+    return Fail(kolo::FailedPreconditionError("stop_timeline: kolo is not initialized"));
+  }
+  runtime->StopTimeline();
   return KOLO_SUCCESS;
 }
 

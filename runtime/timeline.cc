@@ -1,0 +1,392 @@
+#include "runtime/timeline.h"
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "base/logging.h"
+#include "runtime/runtime.h"
+
+namespace kolo {
+namespace {
+
+// Buffered events beyond this are written at once, whatever the interval.
+constexpr size_t kMaxBufferedBytes = 1 << 20;
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string NegotiateName(OpType op) { return "NEGOTIATE_" + Upper(OpTypeName(op)); }
+
+// The operation span's name; "" for Responses that execute nothing of their own.
+const char* OperationName(ResponseType type) {
+  switch (type) {
+    case ResponseType::kAllreduce: return "ALLREDUCE";
+    case ResponseType::kAllgather: return "ALLGATHER";
+    case ResponseType::kBroadcast: return "BROADCAST";
+    case ResponseType::kReducescatter: return "REDUCESCATTER";
+    case ResponseType::kAlltoall: return "ALLTOALL";
+    case ResponseType::kBarrier: return "BARRIER";
+    case ResponseType::kError:
+    case ResponseType::kJoin: return "";
+  }
+  return "";
+}
+
+// Barriers and joins are named "<prefix><n>", a new name each time: one row for all of them.
+std::string RowName(const std::string& name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != '_') return name;
+  for (std::string_view prefix : {std::string_view(kBarrierPrefix), std::string_view(kJoinPrefix)}) {
+    if (name.compare(0, prefix.size(), prefix) == 0) {
+      return std::string(prefix.substr(0, prefix.size() - 1));  // without the '.'
+    }
+  }
+  return name;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Timelines that are recording, stopped by an atexit handler so the last events reach the
+// file when a program exits without kolo_shutdown. Leaked on purpose: it must outlive every
+// static destructor that could still stop a timeline.
+struct LiveTimelines {
+  std::mutex mu;
+  std::set<Timeline*> set;
+};
+LiveTimelines& Live() {
+  static LiveTimelines* live = new LiveTimelines;
+  return *live;
+}
+
+}  // namespace
+
+Timeline::~Timeline() { Stop(); }
+
+Status Timeline::Start(const std::string& path, bool mark_cycles) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Closed before the new file is opened: the same path would be truncated under the old one.
+    CloseLocked();
+    auto writer = TraceWriter::Open(path);
+    if (!writer.ok()) return writer.status();
+    writer_ = std::move(writer).value();
+    mark_cycles_ = mark_cycles;
+    start_ = std::chrono::steady_clock::now();
+    last_flush_ = start_;
+    enabled_ = true;
+  }
+  static const bool registered = std::atexit(&Timeline::StopAllAtExit) == 0;
+  if (!registered) KOLO_LOG_WARNING("timeline", "cannot register the at-exit flush");
+  LiveTimelines& live = Live();
+  std::lock_guard<std::mutex> lock(live.mu);
+  live.set.insert(this);
+  return Status::OK();
+}
+
+void Timeline::Stop() {
+  {
+    LiveTimelines& live = Live();
+    std::lock_guard<std::mutex> lock(live.mu);
+    live.set.erase(this);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  CloseLocked();
+}
+
+void Timeline::StopAllAtExit() {
+  LiveTimelines& live = Live();
+  std::lock_guard<std::mutex> lock(live.mu);
+  for (Timeline* t : live.set) {
+    std::lock_guard<std::mutex> timeline_lock(t->mu_);
+    t->CloseLocked();
+  }
+  live.set.clear();
+}
+
+void Timeline::CloseLocked() {
+  if (!writer_) return;
+  const double ts = NowMicros();
+  for (auto& [name, row] : rows_) CloseAll(row, ts);
+  Status s = writer_->Flush();
+  if (!s.ok()) {
+    KOLO_LOG_ERROR("timeline", "{}", s.ToString());
+    writer_->Discard();
+  }
+  writer_.reset();
+  enabled_ = false;
+  rows_.clear();
+}
+
+double Timeline::NowMicros() const {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
+      .count();
+}
+
+void Timeline::FlushLocked(bool force) {
+  if (!writer_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && writer_->buffered_bytes() < kMaxBufferedBytes &&
+      now - last_flush_ < kFlushInterval) {
+    return;
+  }
+  last_flush_ = now;
+  Status s = writer_->Flush();
+  if (s.ok()) return;
+  // The file stays the valid array it was; recording stops rather than retrying every event.
+  KOLO_LOG_ERROR("timeline", "{}; the timeline stops", s.ToString());
+  writer_->Discard();
+  writer_.reset();
+  enabled_ = false;
+  rows_.clear();
+}
+
+Timeline::Row& Timeline::RowOf(const std::string& tensor) {
+  const std::string name = RowName(tensor);
+  auto it = rows_.find(name);
+  if (it != rows_.end()) return it->second;
+  Row& row = rows_[name];
+  row.pid = static_cast<int>(rows_.size());
+  // Each tensor is a "process"; its name and place come as metadata events.
+  const std::string pid = std::to_string(row.pid);
+  writer_->Append("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"tid\":" + pid +
+                  ",\"args\":{\"name\":" + JsonString(name) + "}}");
+  writer_->Append("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid +
+                  ",\"tid\":" + pid + ",\"args\":{\"sort_index\":" + pid + "}}");
+  return row;
+}
+
+void Timeline::Emit(const Row& row, char phase, std::string_view name, double ts,
+                    std::string_view args) {
+  char head[96];
+  // tid = pid: a (pid, tid) pair per row, since viewers treat tids as unique in the trace.
+  std::snprintf(head, sizeof(head), "{\"ph\":\"%c\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d", phase, ts,
+                row.pid, row.pid);
+  line_ = head;
+  if (!name.empty()) {
+    line_ += ",\"name\":";
+    line_ += JsonString(name);
+  }
+  if (phase == 'X') line_ += ",\"dur\":0";
+  if (!args.empty()) {
+    line_ += ",\"args\":";
+    line_ += args;
+  }
+  line_ += '}';
+  writer_->Append(line_);
+}
+
+void Timeline::OpenNegotiation(Row& row, OpType op, double ts) {
+  if (row.negotiating) return;
+  Emit(row, 'B', NegotiateName(op), ts);
+  row.negotiating = true;
+}
+
+void Timeline::CloseAll(Row& row, double ts, std::string_view args) {
+  // Innermost first; `args` go on the outermost span's end (viewers merge them into it).
+  // Leaves in_flight alone: that is the submission's state, not a span.
+  const int open = row.queued + row.negotiating + row.activity + row.running;
+  int left = open;
+  auto end = [&](bool& flag) {
+    if (!flag) return;
+    Emit(row, 'E', {}, ts, --left == 0 ? args : std::string_view());
+    flag = false;
+  };
+  end(row.queued);
+  end(row.negotiating);
+  end(row.activity);
+  end(row.running);
+}
+
+void Timeline::Submitted(const Request& request) {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  const double ts = NowMicros();
+  Row& row = RowOf(request.name);
+  if (row.in_flight) return;  // a second submission of a name in flight: the queue refuses it
+  row.in_flight = true;
+  if (row.running || row.activity) CloseAll(row, ts);
+  OpenNegotiation(row, request.op, ts);
+  if (!row.queued) {
+    Emit(row, 'B', "QUEUE", ts);
+    row.queued = true;
+  }
+  FlushLocked(false);
+}
+
+void Timeline::Dequeued(const std::vector<Request>& requests) {
+  if (!enabled() || requests.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  const double ts = NowMicros();
+  for (const Request& r : requests) {
+    auto it = rows_.find(RowName(r.name));
+    if (it == rows_.end() || !it->second.queued) continue;
+    Emit(it->second, 'E', {}, ts);
+    it->second.queued = false;
+  }
+}
+
+void Timeline::RequestArrived(const Request& request, int rank) {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  const double ts = NowMicros();
+  Row& row = RowOf(request.name);
+  if (row.running) return;  // cannot happen: rank 0 negotiates only between executions
+  OpenNegotiation(row, request.op, ts);
+  std::string args = "{\"rank\":" + std::to_string(rank);
+  if (!request.refused.empty()) args += ",\"refused\":" + JsonString(request.refused);
+  args += '}';
+  Emit(row, 'X', std::to_string(rank), ts, args);
+}
+
+void Timeline::Negotiated(const std::vector<Response>& responses) {
+  if (!enabled() || responses.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  const double ts = NowMicros();
+  static const std::vector<std::string> join = {kJoinPrefix};
+  for (const Response& r : responses) {
+    // The join Response names no tensor: it ends the joins' negotiation.
+    for (const std::string& name : r.type == ResponseType::kJoin ? join : r.names) {
+      auto it = rows_.find(RowName(name));
+      if (it == rows_.end()) continue;
+      Row& row = it->second;
+      if (row.queued) {
+        Emit(row, 'E', {}, ts);
+        row.queued = false;
+      }
+      if (row.negotiating) {
+        Emit(row, 'E', {}, ts,
+             r.type == ResponseType::kError ? "{\"error\":" + JsonString(r.error) + "}" : "");
+        row.negotiating = false;
+      }
+    }
+  }
+  FlushLocked(false);
+}
+
+void Timeline::ExecutionStarted(const Response& response) {
+  if (!enabled()) return;
+  const char* op = OperationName(response.type);
+  if (!*op) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  const double ts = NowMicros();
+  const std::string args =
+      response.names.size() > 1
+          ? "{\"fused_tensors\":" + std::to_string(response.names.size()) + "}"
+          : "";
+  for (const std::string& name : response.names) {
+    Row& row = RowOf(name);
+    if (row.running) continue;
+    if (row.queued || row.negotiating) CloseAll(row, ts);  // its Negotiated came before Start
+    Emit(row, 'B', op, ts, args);
+    row.running = true;
+  }
+}
+
+void Timeline::ActivityStarted(const std::vector<std::string>& names, size_t first, size_t last,
+                               std::string_view activity) {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  const double ts = NowMicros();
+  for (size_t i = first; i <= last && i < names.size(); ++i) {
+    auto it = rows_.find(RowName(names[i]));
+    if (it == rows_.end() || !it->second.running || it->second.activity) continue;
+    Emit(it->second, 'B', activity, ts);
+    it->second.activity = true;
+  }
+}
+
+void Timeline::ActivityFinished(const std::vector<std::string>& names, size_t first,
+                                size_t last) {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  const double ts = NowMicros();
+  for (size_t i = first; i <= last && i < names.size(); ++i) {
+    auto it = rows_.find(RowName(names[i]));
+    if (it == rows_.end() || !it->second.activity) continue;
+    Emit(it->second, 'E', {}, ts);
+    it->second.activity = false;
+  }
+}
+
+void Timeline::TensorFinished(const Request& request, const Status& status) {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  auto it = rows_.find(RowName(request.name));
+  if (it == rows_.end()) return;
+  std::string args = "{\"dtype\":\"" + std::string(DataTypeName(request.dtype)) +
+                     "\",\"shape\":\"" + ShapeText(request.shape) + "\"";
+  if (!status.ok()) args += ",\"error\":" + JsonString(status.message());
+  args += '}';
+  CloseAll(it->second, NowMicros(), args);
+  it->second.in_flight = false;
+  FlushLocked(false);
+}
+
+void Timeline::ExecutionFinished(const Response& response) {
+  if (!enabled() || !*OperationName(response.type)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  const double ts = NowMicros();
+  for (const std::string& name : response.names) {
+    // Only the operation's own spans: a tensor finished earlier in this Response may have
+    // been submitted again already, and its new negotiation is open on the same row.
+    auto it = rows_.find(RowName(name));
+    if (it == rows_.end() || !it->second.running) continue;
+    Row& row = it->second;
+    if (row.activity) Emit(row, 'E', {}, ts);
+    Emit(row, 'E', {}, ts);
+    row.activity = row.running = false;
+  }
+  FlushLocked(false);
+}
+
+void Timeline::CycleStarted() {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writer_) return;
+  if (mark_cycles_) {
+    char line[96];
+    std::snprintf(line, sizeof(line),
+                  "{\"ph\":\"i\",\"ts\":%.3f,\"pid\":0,\"tid\":0,\"name\":\"CYCLE_START\","
+                  "\"s\":\"g\"}",
+                  NowMicros());
+    writer_->Append(line);
+  }
+  FlushLocked(false);
+}
+
+void TimelineStages::StageStarted(Stage stage, size_t first, size_t last) {
+  switch (stage) {
+    case Stage::kPack:
+      timeline_.ActivityStarted(names_, first, last, "MEMCPY_IN_FUSION_BUFFER");
+      return;
+    case Stage::kReduce:
+      timeline_.ActivityStarted(names_, first, last, collective_);
+      return;
+    case Stage::kUnpack:
+      timeline_.ActivityStarted(names_, first, last, "MEMCPY_OUT_FUSION_BUFFER");
+      return;
+  }
+}
+
+void TimelineStages::StageFinished(Stage, size_t first, size_t last) {
+  timeline_.ActivityFinished(names_, first, last);
+}
+
+}  // namespace kolo
