@@ -1,7 +1,7 @@
 #include "runtime/timeline.h"
 
 #include <cctype>
-#include <cstdio>
+#include <charconv>
 #include <cstdlib>
 #include <set>
 
@@ -37,15 +37,34 @@ const char* OperationName(ResponseType type) {
   return "";
 }
 
-// Barriers and joins are named "<prefix><n>", a new name each time: one row for all of them.
-std::string RowName(const std::string& name) {
-  if (name.size() < 2 || name[0] != '_' || name[1] != '_') return name;
-  for (std::string_view prefix : {std::string_view(kBarrierPrefix), std::string_view(kJoinPrefix)}) {
-    if (name.compare(0, prefix.size(), prefix) == 0) {
-      return std::string(prefix.substr(0, prefix.size() - 1));  // without the '.'
-    }
-  }
-  return name;
+// Barriers and joins are named "<prefix><n>", a new name each time: one row for all of them,
+// keyed by the prefix without its '.'. Null for every other name (its own row).
+const char* SharedRow(const std::string& name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != '_') return nullptr;
+  static const std::string barrier(kBarrierPrefix, sizeof(kBarrierPrefix) - 2);
+  static const std::string join(kJoinPrefix, sizeof(kJoinPrefix) - 2);
+  if (name.compare(0, barrier.size() + 1, kBarrierPrefix) == 0) return barrier.c_str();
+  if (name.compare(0, join.size() + 1, kJoinPrefix) == 0) return join.c_str();
+  return nullptr;
+}
+
+// Appends ns as microseconds with three decimals ("1234.567"): what "ts" is in Chrome's
+// format. Integer formatting: printf's %f was most of the timeline's cost.
+void AppendMicros(std::string* out, int64_t ns) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof(buf), ns / 1000);
+  *r.ptr++ = '.';
+  const int frac = static_cast<int>(ns % 1000);
+  *r.ptr++ = static_cast<char>('0' + frac / 100);
+  *r.ptr++ = static_cast<char>('0' + frac / 10 % 10);
+  *r.ptr++ = static_cast<char>('0' + frac % 10);
+  out->append(buf, r.ptr);
+}
+
+void AppendInt(std::string* out, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
 }
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
@@ -113,7 +132,7 @@ void Timeline::StopAllAtExit() {
 
 void Timeline::CloseLocked() {
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   for (auto& [name, row] : rows_) CloseAll(row, ts);
   Status s = writer_->Flush();
   if (!s.ok()) {
@@ -125,8 +144,9 @@ void Timeline::CloseLocked() {
   rows_.clear();
 }
 
-double Timeline::NowMicros() const {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
+int64_t Timeline::Now() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              start_)
       .count();
 }
 
@@ -148,10 +168,16 @@ void Timeline::FlushLocked(bool force) {
   rows_.clear();
 }
 
+Timeline::Row* Timeline::Find(const std::string& name) {
+  const char* shared = SharedRow(name);
+  auto it = shared ? rows_.find(shared) : rows_.find(name);
+  return it == rows_.end() ? nullptr : &it->second;
+}
+
 Timeline::Row& Timeline::RowOf(const std::string& tensor) {
-  const std::string name = RowName(tensor);
-  auto it = rows_.find(name);
-  if (it != rows_.end()) return it->second;
+  if (Row* row = Find(tensor)) return *row;
+  const char* shared = SharedRow(tensor);
+  const std::string name = shared ? std::string(shared) : tensor;
   Row& row = rows_[name];
   row.pid = static_cast<int>(rows_.size());
   // Each tensor is a "process"; its name and place come as metadata events.
@@ -163,33 +189,38 @@ Timeline::Row& Timeline::RowOf(const std::string& tensor) {
   return row;
 }
 
-void Timeline::Emit(const Row& row, char phase, std::string_view name, double ts,
+void Timeline::Emit(const Row& row, char phase, std::string_view name, int64_t ts,
                     std::string_view args) {
-  char head[96];
+  // Formatted straight into the writer's buffer.
+  std::string& out = writer_->NextEvent();
+  out += "{\"ph\":\"";
+  out += phase;
+  out += "\",\"ts\":";
+  AppendMicros(&out, ts);
   // tid = pid: a (pid, tid) pair per row, since viewers treat tids as unique in the trace.
-  std::snprintf(head, sizeof(head), "{\"ph\":\"%c\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d", phase, ts,
-                row.pid, row.pid);
-  line_ = head;
+  out += ",\"pid\":";
+  AppendInt(&out, row.pid);
+  out += ",\"tid\":";
+  AppendInt(&out, row.pid);
   if (!name.empty()) {
-    line_ += ",\"name\":";
-    line_ += JsonString(name);
+    out += ",\"name\":";
+    AppendJsonString(&out, name);
   }
-  if (phase == 'X') line_ += ",\"dur\":0";
+  if (phase == 'X') out += ",\"dur\":0";
   if (!args.empty()) {
-    line_ += ",\"args\":";
-    line_ += args;
+    out += ",\"args\":";
+    out += args;
   }
-  line_ += '}';
-  writer_->Append(line_);
+  out += '}';
 }
 
-void Timeline::OpenNegotiation(Row& row, OpType op, double ts) {
+void Timeline::OpenNegotiation(Row& row, OpType op, int64_t ts) {
   if (row.negotiating) return;
   Emit(row, 'B', NegotiateName(op), ts);
   row.negotiating = true;
 }
 
-void Timeline::CloseAll(Row& row, double ts, std::string_view args) {
+void Timeline::CloseAll(Row& row, int64_t ts, std::string_view args) {
   // Innermost first; `args` go on the outermost span's end (viewers merge them into it).
   // Leaves in_flight alone: that is the submission's state, not a span.
   const int open = row.queued + row.negotiating + row.activity + row.running;
@@ -209,7 +240,7 @@ void Timeline::Submitted(const Request& request) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   Row& row = RowOf(request.name);
   if (row.in_flight) return;  // a second submission of a name in flight: the queue refuses it
   row.in_flight = true;
@@ -226,12 +257,12 @@ void Timeline::Dequeued(const std::vector<Request>& requests) {
   if (!enabled() || requests.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   for (const Request& r : requests) {
-    auto it = rows_.find(RowName(r.name));
-    if (it == rows_.end() || !it->second.queued) continue;
-    Emit(it->second, 'E', {}, ts);
-    it->second.queued = false;
+    Row* row = Find(r.name);
+    if (!row || !row->queued) continue;
+    Emit(*row, 'E', {}, ts);
+    row->queued = false;
   }
 }
 
@@ -239,7 +270,7 @@ void Timeline::RequestArrived(const Request& request, int rank) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   Row& row = RowOf(request.name);
   if (row.running) return;  // cannot happen: rank 0 negotiates only between executions
   OpenNegotiation(row, request.op, ts);
@@ -253,14 +284,14 @@ void Timeline::Negotiated(const std::vector<Response>& responses) {
   if (!enabled() || responses.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   static const std::vector<std::string> join = {kJoinPrefix};
   for (const Response& r : responses) {
     // The join Response names no tensor: it ends the joins' negotiation.
     for (const std::string& name : r.type == ResponseType::kJoin ? join : r.names) {
-      auto it = rows_.find(RowName(name));
-      if (it == rows_.end()) continue;
-      Row& row = it->second;
+      Row* found = Find(name);
+      if (!found) continue;
+      Row& row = *found;
       if (row.queued) {
         Emit(row, 'E', {}, ts);
         row.queued = false;
@@ -281,7 +312,7 @@ void Timeline::ExecutionStarted(const Response& response) {
   if (!*op) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   const std::string args =
       response.names.size() > 1
           ? "{\"fused_tensors\":" + std::to_string(response.names.size()) + "}"
@@ -300,12 +331,12 @@ void Timeline::ActivityStarted(const std::vector<std::string>& names, size_t fir
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   for (size_t i = first; i <= last && i < names.size(); ++i) {
-    auto it = rows_.find(RowName(names[i]));
-    if (it == rows_.end() || !it->second.running || it->second.activity) continue;
-    Emit(it->second, 'B', activity, ts);
-    it->second.activity = true;
+    Row* row = Find(names[i]);
+    if (!row || !row->running || row->activity) continue;
+    Emit(*row, 'B', activity, ts);
+    row->activity = true;
   }
 }
 
@@ -314,12 +345,12 @@ void Timeline::ActivityFinished(const std::vector<std::string>& names, size_t fi
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   for (size_t i = first; i <= last && i < names.size(); ++i) {
-    auto it = rows_.find(RowName(names[i]));
-    if (it == rows_.end() || !it->second.activity) continue;
-    Emit(it->second, 'E', {}, ts);
-    it->second.activity = false;
+    Row* row = Find(names[i]);
+    if (!row || !row->activity) continue;
+    Emit(*row, 'E', {}, ts);
+    row->activity = false;
   }
 }
 
@@ -327,14 +358,14 @@ void Timeline::TensorFinished(const Request& request, const Status& status) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  auto it = rows_.find(RowName(request.name));
-  if (it == rows_.end()) return;
+  Row* row = Find(request.name);
+  if (!row) return;
   std::string args = "{\"dtype\":\"" + std::string(DataTypeName(request.dtype)) +
                      "\",\"shape\":\"" + ShapeText(request.shape) + "\"";
   if (!status.ok()) args += ",\"error\":" + JsonString(status.message());
   args += '}';
-  CloseAll(it->second, NowMicros(), args);
-  it->second.in_flight = false;
+  CloseAll(*row, Now(), args);
+  row->in_flight = false;
   FlushLocked(false);
 }
 
@@ -342,13 +373,13 @@ void Timeline::ExecutionFinished(const Response& response) {
   if (!enabled() || !*OperationName(response.type)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
-  const double ts = NowMicros();
+  const int64_t ts = Now();
   for (const std::string& name : response.names) {
     // Only the operation's own spans: a tensor finished earlier in this Response may have
     // been submitted again already, and its new negotiation is open on the same row.
-    auto it = rows_.find(RowName(name));
-    if (it == rows_.end() || !it->second.running) continue;
-    Row& row = it->second;
+    Row* found = Find(name);
+    if (!found || !found->running) continue;
+    Row& row = *found;
     if (row.activity) Emit(row, 'E', {}, ts);
     Emit(row, 'E', {}, ts);
     row.activity = row.running = false;
@@ -361,12 +392,10 @@ void Timeline::CycleStarted() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
   if (mark_cycles_) {
-    char line[96];
-    std::snprintf(line, sizeof(line),
-                  "{\"ph\":\"i\",\"ts\":%.3f,\"pid\":0,\"tid\":0,\"name\":\"CYCLE_START\","
-                  "\"s\":\"g\"}",
-                  NowMicros());
-    writer_->Append(line);
+    std::string& out = writer_->NextEvent();
+    out += "{\"ph\":\"i\",\"ts\":";
+    AppendMicros(&out, Now());
+    out += ",\"pid\":0,\"tid\":0,\"name\":\"CYCLE_START\",\"s\":\"g\"}";
   }
   FlushLocked(false);
 }

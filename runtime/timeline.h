@@ -97,14 +97,17 @@ class Timeline : public RequestObserver {
     bool activity = false;     // an activity open (inside the operation)
   };
 
-  // The row of `name`, created (with its metadata events) on first use. Under mu_.
+  // The row of `name` (barriers and joins: their shared row), created with its metadata
+  // events on first use; Find returns nullptr instead of creating it. Under mu_.
   Row& RowOf(const std::string& name);
-  void Emit(const Row& row, char phase, std::string_view name, double ts,
+  Row* Find(const std::string& name);
+  // One event; `ts` in nanoseconds since Start, `args` a JSON object or empty.
+  void Emit(const Row& row, char phase, std::string_view name, int64_t ts,
             std::string_view args = {});
-  void OpenNegotiation(Row& row, OpType op, double ts);
+  void OpenNegotiation(Row& row, OpType op, int64_t ts);
   // Ends every span open on the row (innermost first).
-  void CloseAll(Row& row, double ts, std::string_view args = {});
-  double NowMicros() const;
+  void CloseAll(Row& row, int64_t ts, std::string_view args = {});
+  int64_t Now() const;  // nanoseconds since Start
   // Writes the buffered events when kFlushInterval has passed (or `force`); on a write error
   // the timeline stops, logging why.
   void FlushLocked(bool force);
@@ -118,7 +121,6 @@ class Timeline : public RequestObserver {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_flush_;
   std::unordered_map<std::string, Row> rows_;
-  std::string line_;  // scratch for Emit
 };
 
 // The fusion executor's stages of one allreduce Response, as activities of its tensors

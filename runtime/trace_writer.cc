@@ -111,11 +111,6 @@ TraceWriter::~TraceWriter() {
   ::close(fd_);
 }
 
-void TraceWriter::Append(std::string_view event) {
-  pending_ += (any_written_ || !pending_.empty()) ? ",\n" : "\n";
-  pending_ += event;
-}
-
 Status TraceWriter::Flush() {
   if (pending_.empty()) return Status::OK();
   // The events and a new tail, over the old tail: one write keeps the array closed.
@@ -138,7 +133,13 @@ Status TraceWriter::Flush() {
 
 std::string JsonString(std::string_view text) {
   std::string out;
-  out.reserve(text.size() + 2);
+  AppendJsonString(&out, text);
+  return out;
+}
+
+void AppendJsonString(std::string* target, std::string_view text) {
+  std::string& out = *target;
+  out.reserve(out.size() + text.size() + 2);
   out += '"';
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
@@ -189,7 +190,6 @@ std::string JsonString(std::string_view text) {
     }
   }
   out += '"';
-  return out;
 }
 
 }  // namespace kolo

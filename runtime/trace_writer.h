@@ -35,7 +35,12 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   // Buffers one event, a complete JSON object ("{...}"), for the next Flush.
-  void Append(std::string_view event);
+  void Append(std::string_view event) { NextEvent() += event; }
+  // The buffer to append the next event to, in place (the caller appends one whole object).
+  std::string& NextEvent() {
+    pending_ += (any_written_ || !pending_.empty()) ? ",\n" : "\n";
+    return pending_;
+  }
   // Writes the buffered events into the file, which stays a valid array. An error (disk full)
   // is returned once per failure; the buffered events are kept for the next try.
   Status Flush();
@@ -59,6 +64,7 @@ class TraceWriter {
 // `text` as a JSON string literal, quotes included: '"', '\' and control characters escaped,
 // invalid UTF-8 bytes replaced by U+FFFD (tensor names are arbitrary bytes; JSON is UTF-8).
 std::string JsonString(std::string_view text);
+void AppendJsonString(std::string* out, std::string_view text);
 
 }  // namespace kolo
 
