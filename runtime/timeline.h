@@ -127,8 +127,7 @@ class Timeline : public RequestObserver {
 // (`names` is the Response's, in the job's tensor order).
 class TimelineStages : public ExecutorObserver {
  public:
-  TimelineStages(Timeline& timeline, const std::vector<std::string>& names,
-                 std::string collective)
+  TimelineStages(Timeline& timeline, const std::vector<std::string>& names, std::string collective)
       : timeline_(timeline), names_(names), collective_(std::move(collective)) {}
   void StageStarted(Stage stage, size_t first, size_t last) override;
   void StageFinished(Stage stage, size_t first, size_t last) override;

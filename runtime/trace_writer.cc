@@ -1,6 +1,7 @@
 #include "runtime/trace_writer.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -54,6 +55,12 @@ void InstallDeferringHandlers() {
     mine.sa_flags = SA_RESTART | SA_RESETHAND;  // a second signal kills at once
     sigaction(sig, &mine, nullptr);
   }
+  // A child forked while another thread was writing must not inherit "writing" (that thread
+  // does not exist there), or it would defer its signals forever.
+  pthread_atfork(nullptr, nullptr, [] {
+    g_writing.store(0);
+    g_pending_signal.store(0);
+  });
 }
 
 // pwrite of all of `data`, retried on short writes; false with errno on failure.
@@ -113,6 +120,12 @@ TraceWriter::~TraceWriter() {
 
 Status TraceWriter::Flush() {
   if (pending_.empty()) return Status::OK();
+  if (::getpid() != owner_) {
+    // A forked child (a data loader's worker, say) exiting normally: the file is the parent's,
+    // which keeps writing at its own offset; writing here would corrupt it.
+    pending_.clear();
+    return Status::OK();
+  }
   // The events and a new tail, over the old tail: one write keeps the array closed.
   const size_t events = pending_.size();
   pending_ += kTail;

@@ -15,6 +15,7 @@
 #define KOLO_RUNTIME_TRACE_WRITER_H_
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -52,13 +53,14 @@ class TraceWriter {
   const std::string& path() const { return path_; }
 
  private:
-  TraceWriter(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  TraceWriter(std::string path, int fd) : path_(std::move(path)), fd_(fd), owner_(::getpid()) {}
 
   std::string path_;
   int fd_ = -1;
-  off_t end_ = 1;           // where the next events go: just after "[" or the last event
+  pid_t owner_;  // the process that opened the file; only it writes
+  off_t end_ = 1;             // where the next events go: just after "[" or the last event
   bool any_written_ = false;  // an event precedes end_ (the next one needs a comma)
-  std::string pending_;     // events since the last flush, separated, without the tail
+  std::string pending_;       // events since the last flush, separated, without the tail
 };
 
 // `text` as a JSON string literal, quotes included: '"', '\' and control characters escaped,

@@ -5,9 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
-
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -37,7 +36,9 @@ class TempPath {
             std::to_string(::getpid()) + "-" + std::to_string(counter_++) + ".json";
     std::remove(path_.c_str());
   }
-  ~TempPath() { if (!std::getenv("KOLO_KEEP_TIMELINES")) std::remove(path_.c_str()); }
+  ~TempPath() {  // KOLO_KEEP_TIMELINES=1 keeps the files, to look at
+    if (!std::getenv("KOLO_KEEP_TIMELINES")) std::remove(path_.c_str());
+  }
   const std::string& str() const { return path_; }
 
  private:
@@ -178,8 +179,9 @@ TEST(TraceWriter, UnwritablePathIsAClearError) {
 }
 
 TEST(TraceWriter, JsonStringEscapesAnyName) {
-  const std::string names[] = {"plain", "q\"uote", "back\\slash", "new\nline\ttab",
-                               std::string("nul\0byte", 8), "\x01\x1f\x7f", "ünïcødé €𝄞"};
+  const std::string names[] = {
+      "plain",        "q\"uote",   "back\\slash", "new\nline\ttab", std::string("nul\0byte", 8),
+      "\x01\x1f\x7f", "ünïcødé €𝄞"};
   for (const std::string& name : names) {
     json j = json::parse(JsonString(name));
     EXPECT_EQ(j.get<std::string>(), name);
@@ -190,6 +192,30 @@ TEST(TraceWriter, JsonStringEscapesAnyName) {
   EXPECT_EQ(json::parse(JsonString("\xE2\x82")).get<std::string>(), "\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_FALSE(json::parse(JsonString("\xC0\xAF")).get<std::string>().empty());
   EXPECT_FALSE(json::parse(JsonString("\xED\xA0\x80")).get<std::string>().empty());
+}
+
+// A forked child (a data loader's worker) shares the file but not the writer's offset: only
+// the process that opened it writes.
+TEST(TraceWriter, ForkedChildNeverWrites) {
+  TempPath path("fork");
+  auto w = TraceWriter::Open(path.str());
+  ASSERT_TRUE(w.ok());
+  (*w)->Append("{\"ph\":\"i\",\"ts\":1,\"pid\":0}");
+  ASSERT_TRUE((*w)->Flush().ok());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    (*w)->Append("{\"ph\":\"i\",\"ts\":2,\"pid\":0,\"name\":\"child\"}");
+    ::_exit((*w)->Flush().ok() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  (*w)->Append("{\"ph\":\"i\",\"ts\":3,\"pid\":0}");
+  ASSERT_TRUE((*w)->Flush().ok());
+  json j = Parse(path.str());
+  ASSERT_EQ(j.size(), 2u) << j.dump();
+  EXPECT_EQ(j[1]["ts"], 3);
 }
 
 // A write cut by a fatal signal would leave the file without its closing bracket: the writer
@@ -208,8 +234,8 @@ TEST(TraceWriter, SigintNeverCutsAFlush) {
       if (current.sa_handler == SIG_IGN) std::signal(SIGINT, SIG_DFL);
       auto w = TraceWriter::Open(path.str());
       if (!w.ok()) ::_exit(3);
-      const std::string event = "{\"ph\":\"i\",\"ts\":1,\"pid\":0,\"args\":{\"pad\":\"" +
-                                std::string(150, 'x') + "\"}}";
+      const std::string event =
+          "{\"ph\":\"i\",\"ts\":1,\"pid\":0,\"args\":{\"pad\":\"" + std::string(150, 'x') + "\"}}";
       while (true) {
         for (int i = 0; i < 20000; ++i) (*w)->Append(event);
         if (!(*w)->Flush().ok()) ::_exit(4);
@@ -307,10 +333,9 @@ TEST(Timeline, PhasesNestAsDocumented) {
     if (s != "X") without_marks.push_back(s);
   }
   EXPECT_EQ(without_marks,
-            (std::vector<std::string>{"B NEGOTIATE_ALLREDUCE", "B QUEUE", "E", "E",
-                                      "B ALLREDUCE", "B MEMCPY_IN_FUSION_BUFFER", "E",
-                                      "B ALLREDUCE (mpi)", "E", "B MEMCPY_OUT_FUSION_BUFFER", "E",
-                                      "E"}));
+            (std::vector<std::string>{"B NEGOTIATE_ALLREDUCE", "B QUEUE", "E", "E", "B ALLREDUCE",
+                                      "B MEMCPY_IN_FUSION_BUFFER", "E", "B ALLREDUCE (mpi)", "E",
+                                      "B MEMCPY_OUT_FUSION_BUFFER", "E", "E"}));
 }
 
 TEST(Timeline, LargeTensorHasOnlyTheCollective) {
@@ -432,7 +457,8 @@ TEST(Timeline, StartAndStopAtRunTime) {
   ASSERT_EQ(runtimes.size(), 2u);
   auto run_all = [&](const std::vector<std::string>& names) {
     std::vector<std::thread> threads;
-    for (auto& rt : runtimes) threads.emplace_back([&, r = rt.get()] { RunAllreduces(*r, names, 8); });
+    for (auto& rt : runtimes)
+      threads.emplace_back([&, r = rt.get()] { RunAllreduces(*r, names, 8); });
     for (auto& t : threads) t.join();
   };
   run_all({"before"});  // not recorded
