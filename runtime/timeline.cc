@@ -20,7 +20,16 @@ std::string Upper(std::string_view s) {
   return out;
 }
 
-std::string NegotiateName(OpType op) { return "NEGOTIATE_" + Upper(OpTypeName(op)); }
+const std::string& NegotiateName(OpType op) {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (int op = 0; op <= kMaxOpType; ++op) {
+      v.push_back("NEGOTIATE_" + Upper(OpTypeName(static_cast<OpType>(op))));
+    }
+    return v;
+  }();
+  return names[static_cast<size_t>(op)];
+}
 
 // The operation span's name; "" for Responses that execute nothing of their own.
 const char* OperationName(ResponseType type) {
@@ -65,12 +74,6 @@ void AppendInt(std::string* out, int64_t v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof(buf), v);
   out->append(buf, r.ptr);
-}
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 // Timelines that are recording, stopped by an atexit handler so the last events reach the
@@ -223,8 +226,7 @@ void Timeline::OpenNegotiation(Row& row, OpType op, int64_t ts) {
 void Timeline::CloseAll(Row& row, int64_t ts, std::string_view args) {
   // Innermost first; `args` go on the outermost span's end (viewers merge them into it).
   // Leaves in_flight alone: that is the submission's state, not a span.
-  const int open = row.queued + row.negotiating + row.activity + row.running;
-  int left = open;
+  int left = row.queued + row.negotiating + row.activity + row.running;
   auto end = [&](bool& flag) {
     if (!flag) return;
     Emit(row, 'E', {}, ts, --left == 0 ? args : std::string_view());
@@ -361,7 +363,7 @@ void Timeline::TensorFinished(const Request& request, const Status& status) {
   Row* row = Find(request.name);
   if (!row) return;
   std::string args = "{\"dtype\":\"" + std::string(DataTypeName(request.dtype)) +
-                     "\",\"shape\":\"" + ShapeText(request.shape) + "\"";
+                     "\",\"shape\":\"" + ShapeString(request.shape) + "\"";
   if (!status.ok()) args += ",\"error\":" + JsonString(status.message());
   args += '}';
   CloseAll(*row, Now(), args);
