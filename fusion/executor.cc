@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "collectives/reduce.h"
 
@@ -15,6 +16,36 @@ DataType WireType(DataType dtype) { return IsHalf(dtype) ? DataType::kFloat32 : 
 // Combined postscale for floating dtypes (Average folded in).
 double FloatPost(const AllreduceJob& job, int size) {
   return job.op == ReduceOp::kAverage ? job.postscale / size : job.postscale;
+}
+
+// Tells the observer (if any) that a stage started, and that it finished when the scope ends,
+// early error returns included.
+class StageScope {
+ public:
+  StageScope(ExecutorObserver* observer, ExecutorObserver::Stage stage, size_t first, size_t last)
+      : observer_(observer), stage_(stage), first_(first), last_(last) {
+    if (observer_) observer_->StageStarted(stage_, first_, last_);
+  }
+  ~StageScope() {
+    if (observer_) observer_->StageFinished(stage_, first_, last_);
+  }
+  StageScope(const StageScope&) = delete;
+  StageScope& operator=(const StageScope&) = delete;
+
+ private:
+  ExecutorObserver* observer_;
+  ExecutorObserver::Stage stage_;
+  size_t first_, last_;
+};
+
+// The last tensor with data in the piece of `n` > 0 elements that starts at element `toff` of
+// tensor `ti`.
+size_t LastTensor(const std::vector<FusedTensor>& tensors, size_t ti, size_t toff, size_t n) {
+  for (size_t left = n;; ++ti, toff = 0) {
+    const size_t here = tensors[ti].count - toff;
+    if (here >= left) return ti;
+    left -= here;
+  }
 }
 
 }  // namespace
@@ -35,25 +66,29 @@ Status FusionExecutor::Finish(void* dst, const void* src, size_t count, const Al
 }
 
 Status FusionExecutor::Run(Communicator& comm, AllreduceAlgorithm& algorithm,
-                           const AllreduceJob& job) {
+                           const AllreduceJob& job, ExecutorObserver* observer) {
   const bool direct = job.tensors.size() == 1 && !IsHalf(job.dtype);
-  return direct ? RunDirect(comm, algorithm, job) : RunPieces(comm, algorithm, job);
+  return direct ? RunDirect(comm, algorithm, job, observer)
+                : RunPieces(comm, algorithm, job, observer);
 }
 
 Status FusionExecutor::RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm,
-                                 const AllreduceJob& job) {
+                                 const AllreduceJob& job, ExecutorObserver* observer) {
   const FusedTensor& t = job.tensors[0];
   AllreduceArgs args{t.input, t.output, t.count, job.dtype, WireOp(job.op)};
   if (job.prescale != 1.0) {
     KOLO_RETURN_IF_ERROR(ScaleCopy(t.output, t.input, t.count, job.dtype, job.prescale));
     args.send = t.output;
   }
-  KOLO_RETURN_IF_ERROR(algorithm.Run(comm, args));
+  {
+    StageScope reduce(observer, ExecutorObserver::Stage::kReduce, 0, 0);
+    KOLO_RETURN_IF_ERROR(algorithm.Run(comm, args));
+  }
   return Finish(t.output, t.output, t.count, job, comm.Size());
 }
 
 Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorithm,
-                                 const AllreduceJob& job) {
+                                 const AllreduceJob& job, ExecutorObserver* observer) {
   KOLO_RETURN_IF_ERROR(buffer_.Reserve(piece_bytes_));
   const DataType wire = WireType(job.dtype);
   const size_t wsize = DataTypeSize(wire);
@@ -70,6 +105,9 @@ Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorit
     const size_t n = std::min(piece, total - start);
     // Pack [start, start+n) of the concatenation.
     const size_t pack_ti = ti, pack_toff = toff;
+    const size_t last = observer ? LastTensor(job.tensors, ti, toff, n) : 0;
+    std::optional<StageScope> stage;
+    stage.emplace(observer, ExecutorObserver::Stage::kPack, pack_ti, last);
     for (size_t filled = 0; filled < n;) {
       const FusedTensor& t = job.tensors[ti];
       const size_t take = std::min(n - filled, t.count - toff);
@@ -90,9 +128,11 @@ Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorit
     // Skip the empty tensors that follow, so the cursor always points at data.
     while (ti < job.tensors.size() && job.tensors[ti].count == 0) ++ti;
 
+    stage.emplace(observer, ExecutorObserver::Stage::kReduce, pack_ti, last);
     KOLO_RETURN_IF_ERROR(algorithm.Run(comm, AllreduceArgs{buf, buf, n, wire, WireOp(job.op)}));
 
     // Unpack the same range.
+    stage.emplace(observer, ExecutorObserver::Stage::kUnpack, pack_ti, last);
     size_t ui = pack_ti, uoff = pack_toff;
     for (size_t done = 0; done < n;) {
       const FusedTensor& t = job.tensors[ui];

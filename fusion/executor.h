@@ -26,6 +26,18 @@ struct FusedTensor {
   size_t count = 0;        // elements
 };
 
+// Told when each stage of a run starts and finishes, on the running thread (the runtime's
+// timeline listens). Tensors [first, last] of the job take part: a piece of the fusion buffer
+// packs (kPack), reduces (kReduce) and unpacks (kUnpack) the tensors it covers; the direct
+// path has just kReduce.
+class ExecutorObserver {
+ public:
+  enum class Stage { kPack, kReduce, kUnpack };
+  virtual ~ExecutorObserver() = default;
+  virtual void StageStarted(Stage stage, size_t first, size_t last) = 0;
+  virtual void StageFinished(Stage stage, size_t first, size_t last) = 0;
+};
+
 struct AllreduceJob {
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;  // Average, Sum, Min, Max or Product
@@ -40,11 +52,15 @@ class FusionExecutor {
   // Allocates and touches the buffer now, so the first collective does not pay for it.
   Status Prepare() { return buffer_.Reserve(piece_bytes_); }
 
-  Status Run(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job);
+  // `observer`: nullptr, or told of each stage.
+  Status Run(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
+             ExecutorObserver* observer = nullptr);
 
  private:
-  Status RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job);
-  Status RunPieces(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job);
+  Status RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
+                   ExecutorObserver* observer);
+  Status RunPieces(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
+                   ExecutorObserver* observer);
   // Post-processing (Average, postscale) of `count` reduced elements from src into dst.
   Status Finish(void* dst, const void* src, size_t count, const AllreduceJob& job, int size);
 

@@ -43,6 +43,10 @@ const std::vector<Knob>& Knobs() {
        "autotune samples discarded at the start"},
       {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "cycles", "10",
        "cycles with all-reduce work per autotune sample"},
+      {"KOLO_TIMELINE", "HOROVOD_TIMELINE", "path", "",
+       "rank 0 writes a Chrome trace of every tensor's negotiation and execution to this file"},
+      {"KOLO_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", "0/1", "0",
+       "1 marks the start of every background cycle in the timeline"},
   };
   return knobs;
 }
@@ -159,10 +163,16 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       auto level = ParseLogLevel(v);
       if (!level.ok()) return Malformed(v, level.status().message());
       c.log_level = *level;
-    } else if (knob.name == "KOLO_LOG_HIDE_TIME" || knob.name == "KOLO_WAKE_ON_SUBMIT") {
+    } else if (knob.name == "KOLO_LOG_HIDE_TIME" || knob.name == "KOLO_WAKE_ON_SUBMIT" ||
+               knob.name == "KOLO_TIMELINE_MARK_CYCLES") {
       std::string s(v);
       if (s != "0" && s != "1") return Malformed(v, "expected 0 or 1");
-      (knob.name == "KOLO_LOG_HIDE_TIME" ? c.log_hide_time : c.wake_on_submit) = s == "1";
+      bool& flag = knob.name == "KOLO_LOG_HIDE_TIME"     ? c.log_hide_time
+                   : knob.name == "KOLO_WAKE_ON_SUBMIT" ? c.wake_on_submit
+                                                        : c.timeline_mark_cycles;
+      flag = s == "1";
+    } else if (knob.name == "KOLO_TIMELINE") {
+      c.timeline_path = v;  // opened (and checked) by rank 0 at start
     }
   }
   return c;

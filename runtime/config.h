@@ -29,6 +29,8 @@ struct Config {
   std::string autotune_log;                   // KOLO_AUTOTUNE_LOG
   int autotune_warmup_samples = 3;            // KOLO_AUTOTUNE_WARMUP_SAMPLES
   int autotune_steps_per_sample = 10;         // KOLO_AUTOTUNE_STEPS_PER_SAMPLE
+  std::string timeline_path;                  // KOLO_TIMELINE; "" = no timeline (rank 0 only)
+  bool timeline_mark_cycles = false;          // KOLO_TIMELINE_MARK_CYCLES
 };
 
 struct Knob {

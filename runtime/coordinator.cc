@@ -4,6 +4,16 @@
 #include <sstream>
 
 namespace kolo {
+namespace {
+thread_local RequestObserver* t_request_observer = nullptr;
+}  // namespace
+
+ScopedRequestObserver::ScopedRequestObserver(RequestObserver* observer)
+    : previous_(t_request_observer) {
+  t_request_observer = observer;
+}
+
+ScopedRequestObserver::~ScopedRequestObserver() { t_request_observer = previous_; }
 
 Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}
 
@@ -41,6 +51,7 @@ void Coordinator::Add(const RequestList& list, int from_rank) {
   for (const Request& req : list.requests) {
     const int r = from_rank;
     if (req.op == OpType::kJoin) {
+      if (t_request_observer) t_request_observer->RequestArrived(req, r);
       AddJoin(r);
       continue;
     }
@@ -65,6 +76,7 @@ void Coordinator::Add(const RequestList& list, int from_rank) {
     e.by_rank[r].rank = r;
     e.submitted[r] = true;
     ++e.count;
+    if (t_request_observer) t_request_observer->RequestArrived(req, r);
     if (!e.queued && Complete(e)) {
       e.queued = true;
       ready_.push_back(req.name);

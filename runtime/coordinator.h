@@ -24,11 +24,33 @@
 
 namespace kolo {
 
+// Told, on the coordinator, when a rank's Request arrives: the timeline's ready marks. The
+// Controller owns the Coordinator and has no part in this, so an observer is installed per
+// thread, for a scope: the Runtime wraps its negotiation in a ScopedRequestObserver on its
+// background thread (in the thread world, each rank's own thread).
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  virtual void RequestArrived(const Request& request, int rank) = 0;
+};
+
+class ScopedRequestObserver {
+ public:
+  explicit ScopedRequestObserver(RequestObserver* observer);  // nullptr: none in the scope
+  ~ScopedRequestObserver();
+  ScopedRequestObserver(const ScopedRequestObserver&) = delete;
+  ScopedRequestObserver& operator=(const ScopedRequestObserver&) = delete;
+
+ private:
+  RequestObserver* previous_;
+};
+
 class Coordinator {
  public:
   explicit Coordinator(int size);
 
-  // Records `list`, received from `from_rank`. Requests are taken in order.
+  // Records `list`, received from `from_rank`. Requests are taken in order; each one accepted
+  // is reported to this thread's RequestObserver, if any.
   void Add(const RequestList& list, int from_rank);
 
   // Responses for every name that all ranks have now submitted, in the order in which names

@@ -1,5 +1,7 @@
 #include "runtime/peer_watch.h"
 
+#include "runtime/trace_writer.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -26,7 +28,6 @@ struct Table {
 Table g_tables[2];
 std::atomic<int> g_current{-1};
 std::mutex g_mu;
-struct sigaction g_previous;
 bool g_installed = false;
 
 // Appends text / a number to buf (no allocation, no locale: async-signal-safe).
@@ -76,9 +77,9 @@ void OnTerminate(int sig) {
     ssize_t ignored = write(STDERR_FILENO, buf, len);
     (void)ignored;
   }
-  // The previous disposition (the default: terminate) does the rest.
-  sigaction(sig, &g_previous, nullptr);
-  raise(sig);
+  // Die of it (the previous disposition was the default), once a timeline flush in progress,
+  // if any, has finished writing.
+  DeferWhileWriting(sig);
 }
 
 }  // namespace
@@ -128,8 +129,9 @@ void WatchPeers(int rank, int size, const std::string& host, const std::vector<L
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = OnTerminate;
+  action.sa_flags = SA_RESETHAND;  // a second SIGTERM kills at once
   sigemptyset(&action.sa_mask);
-  if (sigaction(SIGTERM, &action, &g_previous) == 0) g_installed = true;
+  if (sigaction(SIGTERM, &action, nullptr) == 0) g_installed = true;
 }
 
 Status CheckPeers() {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "base/logging.h"
 #include "fusion/planner.h"
@@ -42,6 +43,11 @@ Runtime::Runtime(Config config, RankLayout layout, std::unique_ptr<Communicator>
 Runtime::~Runtime() { Shutdown(); }
 
 Status Runtime::Start() {
+  // kolo_init opens it earlier, so that an unwritable path fails every rank's start.
+  if (!config_.timeline_path.empty() && !timeline_.enabled()) {
+    KOLO_RETURN_IF_ERROR(StartTimeline(config_.timeline_path, config_.timeline_mark_cycles)
+                             .AddContext("KOLO_TIMELINE"));
+  }
   KOLO_RETURN_IF_ERROR(fusion_.Prepare());
   KOLO_RETURN_IF_ERROR(controller_.Start());
   running_ = true;
@@ -171,6 +177,7 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   entry.output = s.output;
   entry.handle = std::make_shared<Handle>();
   auto handle = entry.handle;
+  timeline_.Submitted(entry.request);  // before the background thread can take it
   KOLO_RETURN_IF_ERROR(queue_.Add(std::move(entry)));
   if (s.op == OpType::kJoin) {
     join_name_ = s.name;
@@ -276,6 +283,12 @@ void Runtime::Shutdown() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  timeline_.Stop();
+}
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  if (layout_.rank != 0) return Status::OK();
+  return timeline_.Start(path, mark_cycles);
 }
 
 void Runtime::FailAll(const Status& status) {
@@ -316,8 +329,14 @@ void Runtime::BackgroundLoop() {
       mine.shutdown = shutdown_requested_;
     }
     cycle_start = Clock::now();
+    timeline_.CycleStarted();
     mine.requests = queue_.TakeNewRequests();
-    auto result = controller_.Negotiate(std::move(mine));
+    timeline_.Dequeued(mine.requests);
+    auto result = [&] {
+      // On rank 0, the coordinator reports each rank's Request to the timeline (ready marks).
+      ScopedRequestObserver observe(timeline_.enabled() ? &timeline_ : nullptr);
+      return controller_.Negotiate(std::move(mine));
+    }();
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       stats_ = controller_.stats();
@@ -327,7 +346,12 @@ void Runtime::BackgroundLoop() {
       FailAll(UnavailableError("kolo stopped: " + result.status().message()));
       break;
     }
-    for (const Response& response : result->responses) Execute(response);
+    timeline_.Negotiated(result->responses);
+    for (const Response& response : result->responses) {
+      timeline_.ExecutionStarted(response);
+      Execute(response);
+      timeline_.ExecutionFinished(response);
+    }
     if (!result->fatal_error.empty()) {
       KOLO_LOG_ERROR("runtime", "{}", result->fatal_error);
       FailAll(InternalError("kolo stopped: " + result->fatal_error));
@@ -452,7 +476,13 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
   } else if (!algorithm.ok()) {
     status = algorithm.status();
   } else {
-    status = fusion_.Run(*data_, **algorithm, job);
+    // The executor's stages become the tensors' timeline activities.
+    std::optional<TimelineStages> stages;
+    if (timeline_.enabled()) {
+      stages.emplace(timeline_, response.names,
+                     "ALLREDUCE (" + std::string((*algorithm)->Name()) + ")");
+    }
+    status = fusion_.Run(*data_, **algorithm, job, stages ? &*stages : nullptr);
   }
   if (!status.ok()) {
     std::string what = "allreduce '" + response.names[0] + "'";
@@ -469,6 +499,7 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
 }
 
 void Runtime::Finish(TensorEntry& entry, Status status) {
+  timeline_.TensorFinished(entry.request, status);
   queue_.Release(entry.request.name);
   entry.handle->Complete(std::move(status));
 }

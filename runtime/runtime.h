@@ -21,6 +21,7 @@
 #include "runtime/controller.h"
 #include "runtime/handle.h"
 #include "runtime/tensor_queue.h"
+#include "runtime/timeline.h"
 
 namespace kolo {
 
@@ -80,8 +81,15 @@ class Runtime {
   // join completes (kFailedPrecondition), and announced so the peers' same names fail rather
   // than wait. Negotiated under the reserved name "__kolo_join.<n>". One thread per rank.
   StatusOr<int> Join();
-  // Asks every rank to stop, waits for the background thread, fails what is still pending.
+  // Asks every rank to stop, waits for the background thread, fails what is still pending,
+  // closes the timeline.
   void Shutdown();
+
+  // The timeline (runtime/timeline.h), written by rank 0 only: on the other ranks Start is a
+  // no-op returning OK. Start opens (truncates) `path`, closing a running timeline first;
+  // kInvalidArgument when it cannot be written. Any thread, not collective.
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  void StopTimeline() { timeline_.Stop(); }
 
   const RankLayout& layout() const { return layout_; }
   // The controller's counters as of the last completed cycle.
@@ -115,6 +123,7 @@ class Runtime {
   FusionExecutor fusion_;
   AllreduceSelector selector_;
   TensorQueue queue_;
+  Timeline timeline_;
 
   std::mutex mu_;
   std::condition_variable wake_;

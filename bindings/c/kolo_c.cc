@@ -107,9 +107,17 @@ kolo_status_t kolo_init(void) {
   auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes));
   if (!world.ok()) return Fail(world.status());
   kolo::SetLogRank(world->layout.rank, world->layout.size);
+  kolo::MpiCommunicator& control = *world->control;  // owned by the runtime from here on
+  auto runtime = std::make_shared<kolo::Runtime>(config, world->layout, std::move(world->control),
+                                                 std::move(world->data));
+  // Rank 0 opens the timeline and checks the autotune log before the ranks agree to start, so
+  // an unwritable path fails kolo_init on every rank rather than leaving the others waiting.
   kolo::Status local = parsed.status();
+  if (local.ok() && !config.timeline_path.empty()) {
+    local = runtime->StartTimeline(config.timeline_path, config.timeline_mark_cycles)
+                .AddContext("KOLO_TIMELINE");
+  }
   if (local.ok() && config.autotune && !config.autotune_log.empty() && world->layout.rank == 0) {
-    // Rank 0 writes the log: an unwritable path fails kolo_init on every rank, not mid-job.
     std::FILE* f = std::fopen(config.autotune_log.c_str(), "a");
     if (!f) {
       local = kolo::InvalidArgumentError("KOLO_AUTOTUNE_LOG='" + config.autotune_log +
@@ -118,12 +126,10 @@ kolo_status_t kolo_init(void) {
       std::fclose(f);
     }
   }
-  kolo::Status agreed = kolo::AgreeOnStart(*world->control, local, config);
+  kolo::Status agreed = kolo::AgreeOnStart(control, local, config);
   if (!agreed.ok()) return Fail(agreed);
   kolo::Status hooked = kolo::CallBeforeMpiFinalize([] { kolo_shutdown(); });
   if (!hooked.ok()) return Fail(hooked);
-  auto runtime = std::make_shared<kolo::Runtime>(config, world->layout, std::move(world->control),
-                                                 std::move(world->data));
   kolo::Status s = runtime->Start();
   if (!s.ok()) return Fail(s);
   KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
@@ -433,6 +439,29 @@ kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats) {
   stats->fusion_threshold = s.fusion_threshold_bytes;
   stats->cycle_time_ms = s.cycle_time_ms;
   stats->autotune_done = s.autotune_done ? 1 : 0;
+  return KOLO_SUCCESS;
+}
+
+kolo_status_t kolo_start_timeline(const char* path, int mark_cycles) {
+  g_last_error.clear();
+  auto runtime = CurrentRuntime();
+  if (!runtime) {
+    return Fail(kolo::FailedPreconditionError("start_timeline: kolo is not initialized"));
+  }
+  if (!path || !*path) {
+    return Fail(kolo::InvalidArgumentError("start_timeline: the path is NULL or empty"));
+  }
+  kolo::Status s = runtime->StartTimeline(path, mark_cycles != 0);
+  return s.ok() ? KOLO_SUCCESS : Fail(s.AddContext("start_timeline"));
+}
+
+kolo_status_t kolo_stop_timeline(void) {
+  g_last_error.clear();
+  auto runtime = CurrentRuntime();
+  if (!runtime) {
+    return Fail(kolo::FailedPreconditionError("stop_timeline: kolo is not initialized"));
+  }
+  runtime->StopTimeline();
   return KOLO_SUCCESS;
 }
 

@@ -328,6 +328,28 @@ PYBIND11_MODULE(_kolo, m) {
     Check(s);
     return last;
   });
+  m.def(
+      "start_timeline",
+      [](const std::string& path, bool mark_cycles) {
+        if (path.find('\0') != std::string::npos) {
+          Raise(KOLO_ERR_INVALID_ARGUMENT, "start_timeline: the path contains a NUL character");
+        }
+        kolo_status_t s;
+        {
+          py::gil_scoped_release release;  // opens the file
+          s = kolo_start_timeline(path.c_str(), mark_cycles ? 1 : 0);
+        }
+        Check(s);
+      },
+      py::arg("path"), py::arg("mark_cycles") = false);
+  m.def("stop_timeline", [] {
+    kolo_status_t s;
+    {
+      py::gil_scoped_release release;  // flushes and closes the file
+      s = kolo_stop_timeline();
+    }
+    Check(s);
+  });
   m.def("broadcast_async", &BroadcastAsync, py::arg("name"), py::arg("input"), py::arg("output"),
         py::arg("dtype"), py::arg("root_rank"));
 

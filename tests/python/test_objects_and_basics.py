@@ -1,9 +1,7 @@
 """broadcast_object / allgather_object, the rank layout, the *_built / *_enabled functions and
 what is not supported yet."""
 import os
-import tempfile
 
-import pytest
 import torch
 
 import kolo.torch as hvd
@@ -92,13 +90,6 @@ def test_built_and_enabled_functions_return_bools():
 def test_reduce_op_constants_are_distinct():
     ops = [hvd.Average, hvd.Sum, hvd.Adasum, hvd.Min, hvd.Max, hvd.Product]
     assert len(set(ops)) == len(ops)
-
-
-def test_start_timeline_not_implemented():
-    path = os.path.join(tempfile.gettempdir(), "kolo-timeline-rank%d.json" % hvd.rank())
-    with pytest.raises(NotImplementedError):
-        hvd.start_timeline(path)
-    assert not os.path.exists(path)
 
 
 def test_horovod_internal_error_is_an_exception_class():

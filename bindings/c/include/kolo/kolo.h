@@ -117,9 +117,11 @@ typedef struct kolo_handle_s* kolo_handle_t;
  * is a no-op returning KOLO_SUCCESS. Reads the KOLO_* environment variables (HOROVOD_* twins
  * accepted). It succeeds or fails on every rank together: a rank with a malformed variable
  * fails with it, the others with KOLO_ERR_FAILED_PRECONDITION naming that rank.
- * KOLO_FUSION_CHUNK_BYTES must be equal on every rank.
+ * KOLO_FUSION_CHUNK_BYTES must be equal on every rank. Rank 0 opens the KOLO_TIMELINE file
+ * here: a path it cannot write fails kolo_init (on every rank, as above).
  * Errors: KOLO_ERR_FAILED_PRECONDITION (MPI finalised, thread level too low, another rank
- * failed), KOLO_ERR_INVALID_ARGUMENT (a malformed or disagreeing KOLO_* variable),
+ * failed), KOLO_ERR_INVALID_ARGUMENT (a malformed or disagreeing KOLO_* variable, an
+ * unwritable KOLO_TIMELINE),
  * KOLO_ERR_INTERNAL (MPI failed). */
 KOLO_API kolo_status_t kolo_init(void);
 
@@ -348,6 +350,24 @@ typedef struct {
 /* Fills *stats (this rank's counters). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL),
  * KOLO_ERR_FAILED_PRECONDITION (not initialised). */
 KOLO_API kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats);
+/* ---- timeline ------------------------------------------------------------------------------ */
+
+/* Starts writing the timeline — a Chrome trace of every tensor's negotiation and execution, to
+ * open in Perfetto or chrome://tracing (README.md, "Timeline") — to `path`, as KOLO_TIMELINE
+ * does from the start. Only rank 0 writes: on the other ranks this does nothing and returns
+ * KOLO_SUCCESS, so every rank may call it (Horovod's start_timeline). Creates or truncates the
+ * file; a timeline being written is closed first. mark_cycles != 0 marks the start of every
+ * background cycle. Not collective; any thread; non-blocking apart from opening the file.
+ * Errors: KOLO_ERR_FAILED_PRECONDITION (not initialised), KOLO_ERR_INVALID_ARGUMENT (path NULL
+ * or empty, or the file cannot be opened for writing: kolo_last_error() names the path and the
+ * system's reason). */
+KOLO_API kolo_status_t kolo_start_timeline(const char* path, int mark_cycles);
+
+/* Stops the timeline: the spans still open end now, the file is flushed and closed, a valid
+ * JSON array. A no-op when no timeline is being written and on ranks other than 0.
+ * kolo_shutdown stops it too. Not collective; any thread.
+ * Errors: KOLO_ERR_FAILED_PRECONDITION (not initialised). */
+KOLO_API kolo_status_t kolo_stop_timeline(void);
 
 /* ---- handles ------------------------------------------------------------------------------- */
 

@@ -2,6 +2,8 @@
 rank layout and the build flags (Horovod's names). The collective operations are in mpi_ops.
 """
 
+import os
+
 import torch
 
 from kolo import _kolo as _k
@@ -197,15 +199,35 @@ def ddl_built():
     return False
 
 
-_TIMELINE_MESSAGE = ("kolo: the timeline is not yet supported (KOLO_TIMELINE arrives with the "
-                     "negotiation issue)")
-
-
 def start_timeline(file_path, mark_cycles=False):
-    """Not supported yet."""
-    raise NotImplementedError(_TIMELINE_MESSAGE)
+    """Starts writing a timeline to ``file_path``: a Chrome trace of every tensor's negotiation
+    and execution (open it in Perfetto or chrome://tracing), as ``HOROVOD_TIMELINE`` /
+    ``KOLO_TIMELINE`` do from the start. A timeline being written is closed first. Only rank 0
+    writes one; on the other ranks this does nothing, so every rank may call it.
+
+    Arguments:
+        file_path: the file to create (or truncate), a str or os.PathLike.
+        mark_cycles: mark the start of every background cycle (``HOROVOD_TIMELINE_MARK_CYCLES``).
+
+    Raises ValueError when kolo is not initialized, or when rank 0 cannot write ``file_path``.
+    """
+    if not _k.is_initialized():
+        raise ValueError(_NOT_INITIALIZED)
+    try:
+        _k.start_timeline(os.fspath(file_path), bool(mark_cycles))
+    except _k.KoloError as e:
+        if getattr(e, "code", None) == _INVALID_ARGUMENT:
+            raise ValueError(str(e)) from None
+        raise _internal_error(e) from None
 
 
 def stop_timeline():
-    """Not supported yet."""
-    raise NotImplementedError(_TIMELINE_MESSAGE)
+    """Stops the timeline: spans still open end now, and the file is closed (a valid JSON array).
+    Does nothing when no timeline is being written. Raises ValueError when kolo is not
+    initialized."""
+    if not _k.is_initialized():
+        raise ValueError(_NOT_INITIALIZED)
+    try:
+        _k.stop_timeline()
+    except _k.KoloError as e:
+        raise _internal_error(e) from None

@@ -1,0 +1,542 @@
+// The timeline: its file is valid JSON at every flush and after every way of ending (stop,
+// shutdown, no operation at all), and a run in the thread world shows every phase of every
+// tensor, well nested, in time order.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "runtime/trace_writer.h"
+#include "unit/thread_world.h"
+
+namespace kolo {
+namespace {
+
+using json = nlohmann::json;
+using testing::FastConfig;
+using testing::RunRuntimes;
+using testing::StartRuntimes;
+using testing::WaitFor;
+
+// A fresh path under the temporary directory, removed with the object.
+class TempPath {
+ public:
+  explicit TempPath(const std::string& what) {
+    const char* dir = std::getenv("TMPDIR");
+    path_ = std::string(dir && *dir ? dir : "/tmp") + "/kolo-timeline-" + what + "-" +
+            std::to_string(::getpid()) + "-" + std::to_string(counter_++) + ".json";
+    std::remove(path_.c_str());
+  }
+  ~TempPath() {  // KOLO_KEEP_TIMELINES=1 keeps the files, to look at
+    if (!std::getenv("KOLO_KEEP_TIMELINES")) std::remove(path_.c_str());
+  }
+  const std::string& str() const { return path_; }
+
+ private:
+  static inline std::atomic<int> counter_{0};
+  std::string path_;
+};
+
+// The file parsed as JSON; a parse error fails the test with the file's text.
+json Parse(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  const std::string all = text.str();
+  const std::string tail = all.substr(all.size() > 300 ? all.size() - 300 : 0);
+  EXPECT_FALSE(j.is_discarded()) << path << " is not valid JSON; it ends with:\n" << tail;
+  EXPECT_TRUE(j.is_array()) << tail;
+  return j;
+}
+
+// One tensor's row: its events in file order.
+struct Row {
+  std::string name;
+  std::vector<json> events;
+  // Names of the duration events (B), and of the zero-length marks (X).
+  std::multiset<std::string> spans, marks;
+};
+
+// Checks what holds for every timeline (times never go back; on every row each E closes a B,
+// and after a stop none is left open) and returns the rows by tensor name.
+std::map<std::string, Row> CheckWellFormed(const json& trace) {
+  std::map<int, Row> by_pid;
+  double last_ts = -1;
+  for (const json& e : trace) {
+    EXPECT_TRUE(e.contains("ph") && e.contains("pid")) << e.dump();
+    const std::string ph = e.value("ph", "");
+    const int pid = e.value("pid", -1);
+    if (ph == "M") {
+      if (e["name"] == "process_name") by_pid[pid].name = e["args"]["name"];
+      continue;
+    }
+    EXPECT_TRUE(e["ts"].is_number()) << e.dump();
+    const double ts = e["ts"];
+    EXPECT_GE(ts, last_ts) << "time goes back at " << e.dump();
+    last_ts = ts;
+    if (ph == "i") continue;  // cycle marks, global
+    EXPECT_EQ(e.value("tid", -1), pid) << e.dump();
+    Row& row = by_pid[pid];
+    row.events.push_back(e);
+    if (ph == "B") row.spans.insert(e["name"].get<std::string>());
+    if (ph == "X") row.marks.insert(e["name"].get<std::string>());
+  }
+  std::map<std::string, Row> rows;
+  for (auto& [pid, row] : by_pid) {
+    EXPECT_FALSE(row.name.empty()) << "pid " << pid << " has no process_name";
+    int depth = 0;
+    for (const json& e : row.events) {
+      if (e["ph"] == "B") ++depth;
+      if (e["ph"] == "E") {
+        EXPECT_GT(depth--, 0) << row.name << ": E without B: " << e.dump();
+      }
+    }
+    EXPECT_EQ(depth, 0) << row.name << ": spans left open";
+    rows[row.name] = row;
+  }
+  return rows;
+}
+
+Submission Allreduce(const std::string& name, const float* in, float* out, int64_t count) {
+  Submission s;
+  s.name = name;
+  s.input = in;
+  s.output = out;
+  s.shape = {count};
+  return s;
+}
+
+// Every rank submits `names` (count floats each), waits for them, and checks the sums.
+void RunAllreduces(Runtime& rt, const std::vector<std::string>& names, int64_t count) {
+  std::vector<std::vector<float>> in(names.size()), out(names.size());
+  std::vector<std::shared_ptr<Handle>> handles;
+  for (size_t k = 0; k < names.size(); ++k) {
+    in[k].assign(count, static_cast<float>(rt.layout().rank + 1));
+    out[k].assign(count, 0.f);
+    auto h = rt.Enqueue(Allreduce(names[k], in[k].data(), out[k].data(), count));
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    handles.push_back(*h);
+  }
+  const int n = rt.layout().size;
+  for (size_t k = 0; k < names.size(); ++k) {
+    ASSERT_TRUE(WaitFor(*handles[k]).ok()) << names[k];
+    if (count > 0) {
+      EXPECT_EQ(out[k][0], static_cast<float>(n * (n + 1) / 2)) << names[k];
+    }
+  }
+}
+
+// The same in float16, which always goes through the fusion buffer (widened to float32), alone
+// or fused: its copies are there whatever the cycles did. Ones in, the rank count out.
+void RunHalfAllreduces(Runtime& rt, const std::vector<std::string>& names, int64_t count) {
+  constexpr uint16_t kOne = 0x3C00;
+  std::vector<std::vector<uint16_t>> in(names.size(), std::vector<uint16_t>(count, kOne));
+  std::vector<std::vector<uint16_t>> out(names.size(), std::vector<uint16_t>(count, 0));
+  std::vector<std::shared_ptr<Handle>> handles;
+  for (size_t k = 0; k < names.size(); ++k) {
+    Submission s;
+    s.name = names[k];
+    s.input = in[k].data();
+    s.output = out[k].data();
+    s.dtype = DataType::kFloat16;
+    s.shape = {count};
+    auto h = rt.Enqueue(s);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    handles.push_back(*h);
+  }
+  for (size_t k = 0; k < names.size(); ++k) {
+    ASSERT_TRUE(WaitFor(*handles[k]).ok()) << names[k];
+    EXPECT_NE(out[k][0], 0) << names[k];
+  }
+}
+
+// ---- the file ---------------------------------------------------------------------------------
+
+TEST(TraceWriter, EmptyTimelineIsAnEmptyArray) {
+  TempPath path("empty");
+  {
+    auto w = TraceWriter::Open(path.str());
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(Parse(path.str()), json::array());  // valid while open, too
+  }
+  EXPECT_EQ(Parse(path.str()), json::array());
+}
+
+TEST(TraceWriter, ValidAfterEveryFlush) {
+  TempPath path("flush");
+  auto w = TraceWriter::Open(path.str());
+  ASSERT_TRUE(w.ok());
+  size_t written = 0;
+  for (int round = 0; round < 5; ++round) {
+    // Enough to cross pages, so the tail moves between them.
+    for (int i = 0; i < 100 * round; ++i) {
+      (*w)->Append("{\"ph\":\"i\",\"ts\":" + std::to_string(written++) + ",\"pid\":0}");
+    }
+    ASSERT_TRUE((*w)->Flush().ok());
+    json j = Parse(path.str());
+    EXPECT_EQ(j.size(), written);
+    if (written) {
+      EXPECT_EQ(j.back()["ts"], written - 1);
+    }
+  }
+}
+
+TEST(TraceWriter, UnwritablePathIsAClearError) {
+  auto w = TraceWriter::Open("/nonexistent-kolo-dir/t.json");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(w.status().message().find("'/nonexistent-kolo-dir/t.json'"), std::string::npos)
+      << w.status().message();
+  EXPECT_NE(w.status().message().find("No such file or directory"), std::string::npos)
+      << w.status().message();
+  EXPECT_FALSE(TraceWriter::Open("").ok());
+}
+
+TEST(TraceWriter, JsonStringEscapesAnyName) {
+  const std::string names[] = {
+      "plain",        "q\"uote",   "back\\slash", "new\nline\ttab", std::string("nul\0byte", 8),
+      "\x01\x1f\x7f", "ünïcødé €𝄞"};
+  for (const std::string& name : names) {
+    json j = json::parse(JsonString(name));
+    EXPECT_EQ(j.get<std::string>(), name);
+  }
+  // Invalid UTF-8 (a lone continuation byte, a cut sequence, an overlong, a surrogate) is
+  // replaced, byte by byte, so the file stays parseable.
+  EXPECT_EQ(json::parse(JsonString("a\x80z")).get<std::string>(), "a\xEF\xBF\xBDz");
+  EXPECT_EQ(json::parse(JsonString("\xE2\x82")).get<std::string>(), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_FALSE(json::parse(JsonString("\xC0\xAF")).get<std::string>().empty());
+  EXPECT_FALSE(json::parse(JsonString("\xED\xA0\x80")).get<std::string>().empty());
+}
+
+// A forked child (a data loader's worker) shares the file but not the writer's offset: only
+// the process that opened it writes.
+TEST(TraceWriter, ForkedChildNeverWrites) {
+  TempPath path("fork");
+  auto w = TraceWriter::Open(path.str());
+  ASSERT_TRUE(w.ok());
+  (*w)->Append("{\"ph\":\"i\",\"ts\":1,\"pid\":0}");
+  ASSERT_TRUE((*w)->Flush().ok());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    (*w)->Append("{\"ph\":\"i\",\"ts\":2,\"pid\":0,\"name\":\"child\"}");
+    ::_exit((*w)->Flush().ok() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  (*w)->Append("{\"ph\":\"i\",\"ts\":3,\"pid\":0}");
+  ASSERT_TRUE((*w)->Flush().ok());
+  json j = Parse(path.str());
+  ASSERT_EQ(j.size(), 2u) << j.dump();
+  EXPECT_EQ(j[1]["ts"], 3);
+}
+
+// A write cut by a fatal signal would leave the file without its closing bracket: the writer
+// defers SIGINT while it writes. The child flushes megabytes at a time, so an unprotected write
+// is cut in most trials.
+TEST(TraceWriter, SigintNeverCutsAFlush) {
+  for (int trial = 0; trial < 6; ++trial) {
+    TempPath path("sigint");
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      // A program that handles nothing: SIGINT kills it (ctest may start us with it ignored).
+      // Not reset otherwise: the writer's deferral may already be installed (inherited).
+      struct sigaction current {};
+      sigaction(SIGINT, nullptr, &current);
+      if (current.sa_handler == SIG_IGN) std::signal(SIGINT, SIG_DFL);
+      auto w = TraceWriter::Open(path.str());
+      if (!w.ok()) ::_exit(3);
+      const std::string event =
+          "{\"ph\":\"i\",\"ts\":1,\"pid\":0,\"args\":{\"pad\":\"" + std::string(150, 'x') + "\"}}";
+      while (true) {
+        for (int i = 0; i < 20000; ++i) (*w)->Append(event);
+        if (!(*w)->Flush().ok()) ::_exit(4);
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (true) {
+      std::ifstream f(path.str(), std::ios::ate | std::ios::binary);
+      if (f && f.tellg() > (1 << 20)) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the child never wrote 1 MiB";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(700 * trial));
+    ::kill(child, SIGINT);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "status " << status;
+    EXPECT_FALSE(Parse(path.str()).empty()) << "trial " << trial;
+  }
+}
+
+// ---- the runtime ------------------------------------------------------------------------------
+
+Config TimelineConfig(const std::string& path, bool mark_cycles = false) {
+  Config c = FastConfig();
+  c.timeline_path = path;
+  c.timeline_mark_cycles = mark_cycles;
+  return c;
+}
+
+// Fixed 20 ms cycles: a rank's burst of submissions lands in one cycle, so the tensors are
+// fused into one Response (a lone tensor is reduced in place, without the memcpy phases).
+Config FusingConfig(const std::string& path) {
+  Config c = TimelineConfig(path);
+  c.wake_on_submit = false;
+  c.cycle_time_ms = 20;
+  return c;
+}
+
+// The number of tensors fused with this row's operation (1 when it ran alone).
+int FusedWith(const Row& row) {
+  for (const json& e : row.events) {
+    if (e["ph"] == "B" && e["name"] == "ALLREDUCE") {
+      return e.contains("args") ? e["args"].value("fused_tensors", 1) : 1;
+    }
+  }
+  return 0;
+}
+
+TEST(Timeline, FusedAllreduceShowsEveryPhase) {
+  TempPath path("fused");
+  const std::vector<std::string> names = {"grad/a", "grad/b", "grad/\"c\"", "grad/d"};
+  RunRuntimes(3, FusingConfig(path.str()), [&](Runtime& rt) { RunAllreduces(rt, names, 100); });
+  auto rows = CheckWellFormed(Parse(path.str()));
+  int fused = 0;
+  for (const std::string& name : names) {
+    ASSERT_TRUE(rows.count(name)) << name;
+    const Row& row = rows[name];
+    for (const char* span : {"NEGOTIATE_ALLREDUCE", "QUEUE", "ALLREDUCE", "ALLREDUCE (mpi)"}) {
+      EXPECT_EQ(row.spans.count(span), 1u) << name << " lacks " << span;
+    }
+    // The copies exist where the fused path made them (a tensor alone in its cycle, which a
+    // very slow machine can make, runs in place).
+    const unsigned copies = FusedWith(row) > 1 ? 1 : 0;
+    fused += copies;
+    EXPECT_EQ(row.spans.count("MEMCPY_IN_FUSION_BUFFER"), copies) << name;
+    EXPECT_EQ(row.spans.count("MEMCPY_OUT_FUSION_BUFFER"), copies) << name;
+    EXPECT_EQ(row.marks, (std::multiset<std::string>{"0", "1", "2"})) << name;
+    // The operation's end carries what it was.
+    bool described = false;
+    for (const json& e : row.events) {
+      if (e["ph"] == "E" && e.contains("args") && e["args"].contains("shape")) {
+        EXPECT_EQ(e["args"]["shape"], "[100]");
+        EXPECT_EQ(e["args"]["dtype"], "float32");
+        described = true;
+      }
+    }
+    EXPECT_TRUE(described) << name;
+  }
+  EXPECT_GE(fused, 2) << "no two of the four tensors were fused";
+}
+
+TEST(Timeline, PhasesNestAsDocumented) {
+  TempPath path("nesting");
+  RunRuntimes(2, TimelineConfig(path.str()),
+              [&](Runtime& rt) { RunHalfAllreduces(rt, {"x"}, 10); });
+  auto rows = CheckWellFormed(Parse(path.str()));
+  // NEGOTIATE( QUEUE ) ALLREDUCE( MEMCPY_IN ALLREDUCE (mpi) MEMCPY_OUT ), marks inside NEGOTIATE.
+  std::vector<std::string> shape;
+  for (const json& e : rows["x"].events) {
+    if (e["ph"] == "X") continue;
+    shape.push_back(e["ph"].get<std::string>() +
+                    (e.contains("name") ? " " + e["name"].get<std::string>() : ""));
+  }
+  EXPECT_EQ(shape,
+            (std::vector<std::string>{"B NEGOTIATE_ALLREDUCE", "B QUEUE", "E", "E", "B ALLREDUCE",
+                                      "B MEMCPY_IN_FUSION_BUFFER", "E", "B ALLREDUCE (mpi)", "E",
+                                      "B MEMCPY_OUT_FUSION_BUFFER", "E", "E"}));
+  EXPECT_EQ(rows["x"].marks, (std::multiset<std::string>{"0", "1"}));
+}
+
+TEST(Timeline, LargeTensorHasOnlyTheCollective) {
+  TempPath path("direct");
+  Config c = TimelineConfig(path.str());
+  c.fusion_direct_bytes = 1024;  // 4 KiB tensors skip the fusion buffer
+  RunRuntimes(2, c, [&](Runtime& rt) { RunAllreduces(rt, {"big"}, 1024); });
+  auto rows = CheckWellFormed(Parse(path.str()));
+  const Row& row = rows["big"];
+  EXPECT_EQ(row.spans.count("ALLREDUCE (mpi)"), 1u);
+  EXPECT_EQ(row.spans.count("MEMCPY_IN_FUSION_BUFFER"), 0u);
+  EXPECT_EQ(row.spans.count("MEMCPY_OUT_FUSION_BUFFER"), 0u);
+}
+
+TEST(Timeline, TensorOverSeveralPiecesHasActivitiesPerPiece) {
+  TempPath path("pieces");
+  Config c = FusingConfig(path.str());
+  c.fusion_chunk_bytes = 256;  // 64 elements a piece (float16 travels as float32)
+  RunRuntimes(2, c, [&](Runtime& rt) { RunHalfAllreduces(rt, {"p/a", "p/b"}, 100); });
+  auto rows = CheckWellFormed(Parse(path.str()));
+  // Fused, 200 elements in pieces of 64: a = [0,100) in pieces 0 and 1, b = [100,200) in
+  // pieces 1-3. Alone (a slow machine split them), each has two pieces.
+  const bool fused = FusedWith(rows["p/a"]) == 2;
+  EXPECT_EQ(rows["p/a"].spans.count("ALLREDUCE (mpi)"), 2u);
+  EXPECT_EQ(rows["p/b"].spans.count("ALLREDUCE (mpi)"), fused ? 3u : 2u);
+  EXPECT_EQ(rows["p/b"].spans.count("MEMCPY_IN_FUSION_BUFFER"), fused ? 3u : 2u);
+  EXPECT_EQ(rows["p/b"].spans.count("MEMCPY_OUT_FUSION_BUFFER"), fused ? 3u : 2u);
+}
+
+TEST(Timeline, MarkCycles) {
+  TempPath path("cycles");
+  RunRuntimes(2, TimelineConfig(path.str(), /*mark_cycles=*/true),
+              [&](Runtime& rt) { RunAllreduces(rt, {"c"}, 4); });
+  int cycles = 0;
+  for (const json& e : Parse(path.str())) {
+    if (e["ph"] == "i") {
+      EXPECT_EQ(e["name"], "CYCLE_START");
+      EXPECT_EQ(e["s"], "g");
+      ++cycles;
+    }
+  }
+  EXPECT_GT(cycles, 0);
+}
+
+TEST(Timeline, NoOperationIsAValidEmptyTimeline) {
+  TempPath path("noop");
+  RunRuntimes(2, TimelineConfig(path.str()), [](Runtime&) {});
+  EXPECT_EQ(Parse(path.str()), json::array());
+}
+
+TEST(Timeline, ErrorsAndBarriersHaveTheirRows) {
+  TempPath path("errors");
+  RunRuntimes(2, TimelineConfig(path.str()), [&](Runtime& rt) {
+    std::vector<float> in(4, 1.f), out(4);
+    // Shapes differ between the ranks: an error Response.
+    auto h = rt.Enqueue(Allreduce("bad", in.data(), out.data(), rt.layout().rank == 0 ? 4 : 3));
+    ASSERT_TRUE(h.ok());
+    EXPECT_FALSE(WaitFor(**h).ok());
+    ASSERT_TRUE(rt.Barrier().ok());
+    ASSERT_TRUE(rt.Barrier().ok());
+  });
+  auto rows = CheckWellFormed(Parse(path.str()));
+  bool error_shown = false;
+  for (const json& e : rows["bad"].events) {
+    if (e.contains("args") && e["args"].contains("error")) {
+      EXPECT_NE(e["args"]["error"].get<std::string>().find("shape mismatch"), std::string::npos);
+      error_shown = true;
+    }
+  }
+  EXPECT_TRUE(error_shown);
+  EXPECT_EQ(rows["bad"].spans.count("ALLREDUCE"), 0u);  // nothing ran
+  // Both barriers on one row.
+  ASSERT_TRUE(rows.count("__kolo_barrier"));
+  EXPECT_EQ(rows["__kolo_barrier"].spans.count("BARRIER"), 2u);
+  EXPECT_EQ(rows["__kolo_barrier"].spans.count("NEGOTIATE_BARRIER"), 2u);
+}
+
+// The hooks in the order of a fused Response whose first tensor is submitted again before the
+// Response has finished (the application waits for it alone): its new negotiation is not
+// ended by the end of the old Response.
+TEST(Timeline, ResubmissionDuringAFusedResponseKeepsItsNegotiation) {
+  TempPath path("resubmit");
+  Timeline timeline;
+  ASSERT_TRUE(timeline.Start(path.str(), false).ok());
+  Request a, b;
+  a.name = "a";
+  b.name = "b";
+  Response fused;
+  fused.names = {"a", "b"};
+  Response again;
+  again.names = {"a"};
+  timeline.Submitted(a);
+  timeline.Submitted(b);
+  timeline.Dequeued({a, b});
+  timeline.RequestArrived(a, 0);
+  timeline.RequestArrived(b, 0);
+  timeline.Negotiated({fused});
+  timeline.ExecutionStarted(fused);
+  timeline.TensorFinished(a, Status::OK());
+  timeline.Submitted(a);  // the application's next step
+  timeline.TensorFinished(b, Status::OK());
+  timeline.ExecutionFinished(fused);
+  timeline.Dequeued({a});
+  timeline.RequestArrived(a, 0);
+  timeline.Negotiated({again});
+  timeline.ExecutionStarted(again);
+  timeline.TensorFinished(a, Status::OK());
+  timeline.ExecutionFinished(again);
+  timeline.Stop();
+  auto rows = CheckWellFormed(Parse(path.str()));
+  EXPECT_EQ(rows["a"].spans.count("NEGOTIATE_ALLREDUCE"), 2u);
+  EXPECT_EQ(rows["a"].spans.count("QUEUE"), 2u);
+  EXPECT_EQ(rows["a"].spans.count("ALLREDUCE"), 2u);
+  EXPECT_EQ(rows["a"].marks.size(), 2u);
+  EXPECT_EQ(rows["b"].spans.count("ALLREDUCE"), 1u);
+}
+
+TEST(Timeline, StartAndStopAtRunTime) {
+  TempPath first("runtime-1"), second("runtime-2");
+  auto runtimes = StartRuntimes(2, FastConfig());
+  ASSERT_EQ(runtimes.size(), 2u);
+  auto run_all = [&](const std::vector<std::string>& names) {
+    std::vector<std::thread> threads;
+    for (auto& rt : runtimes)
+      threads.emplace_back([&, r = rt.get()] { RunAllreduces(*r, names, 8); });
+    for (auto& t : threads) t.join();
+  };
+  run_all({"before"});  // not recorded
+  ASSERT_TRUE(runtimes[0]->StartTimeline(first.str(), false).ok());
+  // Only rank 0 writes: elsewhere it is a no-op, whatever the path.
+  EXPECT_TRUE(runtimes[1]->StartTimeline("/nonexistent-kolo-dir/t.json", false).ok());
+  run_all({"during"});
+  // Starting again switches files; the first is closed, complete.
+  ASSERT_TRUE(runtimes[0]->StartTimeline(second.str(), false).ok());
+  run_all({"second"});
+  runtimes[0]->StopTimeline();
+  run_all({"after"});  // not recorded
+  auto rows = CheckWellFormed(Parse(first.str()));
+  EXPECT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows.count("during"), 1u);
+  EXPECT_EQ(rows["during"].spans.count("ALLREDUCE"), 1u);
+  rows = CheckWellFormed(Parse(second.str()));
+  EXPECT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows.count("second"), 1u);
+  runtimes[0]->StopTimeline();  // stopping twice is harmless
+  for (auto& rt : runtimes) rt->Shutdown();
+}
+
+TEST(Timeline, StopWhileOperationsWaitClosesTheirSpans) {
+  TempPath path("midflight");
+  auto runtimes = StartRuntimes(2, TimelineConfig(path.str()));
+  ASSERT_EQ(runtimes.size(), 2u);
+  std::vector<float> in(4, 1.f), out(4);
+  // Only rank 0 submits: the tensor stays in negotiation.
+  auto h = runtimes[0]->Enqueue(Allreduce("waiting", in.data(), out.data(), 4));
+  ASSERT_TRUE(h.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  runtimes[0]->StopTimeline();
+  auto rows = CheckWellFormed(Parse(path.str()));  // balanced: Stop closed NEGOTIATE
+  EXPECT_EQ(rows["waiting"].spans.count("NEGOTIATE_ALLREDUCE"), 1u);
+  EXPECT_EQ(rows["waiting"].marks, (std::multiset<std::string>{"0"}));
+  for (auto& rt : runtimes) rt->Shutdown();
+}
+
+TEST(Timeline, UnwritablePathFailsTheStart) {
+  auto control = std::make_shared<LoopbackWorld>(1, std::chrono::seconds(5));
+  auto data = std::make_shared<LoopbackWorld>(1, std::chrono::seconds(5));
+  Runtime rt(TimelineConfig("/nonexistent-kolo-dir/t.json"), RankLayout{},
+             std::make_unique<LoopbackCommunicator>(control, 0),
+             std::make_unique<LoopbackCommunicator>(data, 0));
+  Status s = rt.Start();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("KOLO_TIMELINE"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("/nonexistent-kolo-dir/t.json"), std::string::npos) << s.message();
+  // At run time too, and the runtime keeps working without one.
+  Status at_run_time = rt.StartTimeline("/nonexistent-kolo-dir/t.json", false);
+  EXPECT_EQ(at_run_time.code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kolo
