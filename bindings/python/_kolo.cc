@@ -215,8 +215,8 @@ kolo_dtype_t Dtype(int code) {
 }
 
 std::unique_ptr<Handle> AllreduceAsync(const std::string& name, py::capsule in, py::capsule out,
-                                       int dtype_code, int op, double prescale,
-                                       double postscale, int process_set) {
+                                       int dtype_code, int op, double prescale, double postscale,
+                                       int process_set) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "allreduce '" + name + "' input");
   TensorView vout = in.ptr() == out.ptr() ? vin : View(out, dtype, "allreduce '" + name + "' output");
@@ -240,9 +240,9 @@ std::unique_ptr<Handle> AllgatherAsync(const std::string& name, py::capsule in, 
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
 }
 
-std::unique_ptr<Handle> ReducescatterAsync(const std::string& name, py::capsule in,
-                                           int dtype_code, int op, double prescale,
-                                           double postscale, int process_set) {
+std::unique_ptr<Handle> ReducescatterAsync(const std::string& name, py::capsule in, int dtype_code,
+                                           int op, double prescale, double postscale,
+                                           int process_set) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "reducescatter '" + name + "' input");
   kolo_handle_t h = nullptr;
@@ -328,14 +328,17 @@ PYBIND11_MODULE(_kolo, m) {
         py::arg("process_set") = 0);
   m.def("alltoall_async", &AlltoallAsync, py::arg("name"), py::arg("input"), py::arg("dtype"),
         py::arg("splits") = std::vector<int64_t>{}, py::arg("process_set") = 0);
-  m.def("barrier", [](int process_set) {
-    kolo_status_t s;
-    {
-      py::gil_scoped_release release;
-      s = kolo_barrier_on(process_set);
-    }
-    Check(s);
-  }, py::arg("process_set") = 0);
+  m.def(
+      "barrier",
+      [](int process_set) {
+        kolo_status_t s;
+        {
+          py::gil_scoped_release release;
+          s = kolo_barrier_on(process_set);
+        }
+        Check(s);
+      },
+      py::arg("process_set") = 0);
   m.def("join", [] {
     kolo_status_t s;
     int last = -1;
@@ -350,36 +353,45 @@ PYBIND11_MODULE(_kolo, m) {
         py::arg("dtype"), py::arg("root_rank"), py::arg("process_set") = 0);
 
   // Process sets: add/remove are collective over every rank (GIL released while they wait).
-  m.def("add_process_set", [](const std::vector<int>& ranks) {
-    kolo_status_t s;
-    int id = -1;
-    {
-      py::gil_scoped_release release;
-      s = kolo_add_process_set(ranks.data(), static_cast<int>(ranks.size()), &id);
-    }
-    Check(s);
-    return id;
-  }, py::arg("ranks"));
-  m.def("remove_process_set", [](int process_set) {
-    kolo_status_t s;
-    {
-      py::gil_scoped_release release;
-      s = kolo_remove_process_set(process_set);
-    }
-    Check(s);
-  }, py::arg("process_set"));
+  m.def(
+      "add_process_set",
+      [](const std::vector<int>& ranks) {
+        kolo_status_t s;
+        int id = -1;
+        {
+          py::gil_scoped_release release;
+          s = kolo_add_process_set(ranks.data(), static_cast<int>(ranks.size()), &id);
+        }
+        Check(s);
+        return id;
+      },
+      py::arg("ranks"));
+  m.def(
+      "remove_process_set",
+      [](int process_set) {
+        kolo_status_t s;
+        {
+          py::gil_scoped_release release;
+          s = kolo_remove_process_set(process_set);
+        }
+        Check(s);
+      },
+      py::arg("process_set"));
   m.def("process_set_rank", &kolo_process_set_rank, py::arg("process_set"));
   m.def("process_set_size", &kolo_process_set_size, py::arg("process_set"));
-  m.def("process_set_ranks", [](int process_set) {
-    const int size = kolo_process_set_size(process_set);
-    std::vector<int> ranks(static_cast<size_t>(std::max(size, 0)));
-    if (size < 0) {
-      Raise(KOLO_ERR_INVALID_ARGUMENT,
-            "no process set " + std::to_string(process_set) + " (never added, or removed)");
-    }
-    Check(kolo_process_set_ranks(process_set, ranks.data()));
-    return ranks;
-  }, py::arg("process_set"));
+  m.def(
+      "process_set_ranks",
+      [](int process_set) {
+        const int size = kolo_process_set_size(process_set);
+        std::vector<int> ranks(static_cast<size_t>(std::max(size, 0)));
+        if (size < 0) {
+          Raise(KOLO_ERR_INVALID_ARGUMENT,
+                "no process set " + std::to_string(process_set) + " (never added, or removed)");
+        }
+        Check(kolo_process_set_ranks(process_set, ranks.data()));
+        return ranks;
+      },
+      py::arg("process_set"));
 
   py::class_<Handle>(m, "Handle")
       .def("poll", &Handle::Poll)

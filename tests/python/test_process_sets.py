@@ -275,6 +275,25 @@ def test_reducescatter(kind, op):
     assert_matches(g[1], full3[start3:start3 + count3], "grouped_reducescatter [1]")
 
 
+@pytest.mark.parametrize("op", ["Sum", "Average"])
+def test_sparse_allreduce(op):
+    def sparse_of(r):  # two entries per rank, at rows that overlap between ranks
+        idx = torch.tensor([[r % 4, (r + 1) % 4], [0, 1]])
+        return torch.sparse_coo_tensor(idx, values(("ps-sparse", op), r, torch.float64, (2,)),
+                                       (4, 2))
+
+    with partition() as ps:
+        ranks = ps.ranks
+        handle = hvd.sparse_allreduce_async(sparse_of(hvd.rank()), name="ps.sparse",
+                                            op=getattr(hvd, op), process_set=ps)
+        out = handle()
+    expected = torch.stack([sparse_of(r).to_dense() for r in ranks]).sum(0)
+    if op == "Average":
+        expected = expected / len(ranks)
+    assert out.is_sparse
+    assert_matches(out.to_dense(), expected, "sparse allreduce on %s" % ranks)
+
+
 def test_barrier():
     with partition() as ps:
         hvd.barrier(process_set=ps)
@@ -363,7 +382,7 @@ def test_allreduce_gradient_on_a_set(op):
     assert_matches(x.grad, reference_allreduce([ws[r] for r in ranks], op, 2.0), "gradient")
 
 
-def test_allgather_broadcast_reducescatter_gradients_on_a_set():
+def test_allgather_broadcast_reducescatter_alltoall_gradients_on_a_set():
     with partition() as ps:
         ranks = ps.ranks
         k, i = len(ranks), ranks.index(hvd.rank())
@@ -381,6 +400,11 @@ def test_allgather_broadcast_reducescatter_gradients_on_a_set():
         wr = {r: values("ps-rs-w", r, torch.float64, (2, 2)) for r in ranks}
         xr = torch.zeros(rows, 2, dtype=torch.float64, requires_grad=True)
         (hvd.reducescatter(xr, op=hvd.Average, process_set=ps) * wr[hvd.rank()]).sum().backward()
+
+        # alltoall, one row to each member: member q's output row i came from member i
+        wa = {r: values("ps-a2a-w", r, torch.float64, (k, 2)) for r in ranks}
+        xa = torch.zeros(k, 2, dtype=torch.float64, requires_grad=True)
+        (hvd.alltoall(xa, process_set=ps) * wa[hvd.rank()]).sum().backward()
     # allgather: the set's average of the output gradients, this member's rows
     offset = sum(r + 1 for r in ranks[:i])
     mean_w = torch.stack([ws[r] for r in ranks]).mean(0)
@@ -391,6 +415,8 @@ def test_allgather_broadcast_reducescatter_gradients_on_a_set():
     assert_matches(xb.grad, expected_b, "broadcast gradient")
     # reducescatter (Average over the set): every member's rows gathered, divided by k
     assert_matches(xr.grad, torch.cat([wr[r] for r in ranks]) / k, "reducescatter gradient")
+    # alltoall: the gradient of the row sent to member j is j's output gradient at row i
+    assert_matches(xa.grad, torch.stack([wa[r][i] for r in ranks]), "alltoall gradient")
 
 
 def test_distributed_optimizer_on_a_set():
