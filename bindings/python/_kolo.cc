@@ -103,12 +103,16 @@ class Handle {
     return kolo_poll(h_) != 0;
   }
 
-  // alltoall only, after a successful wait: how many rows came from each rank.
+  // alltoall only: the number of ranks of its process set, known at submission.
+  void SetSplitsCount(int count) { splits_count_ = count; }
+
+  // alltoall only, after a successful wait: how many rows came from each rank of its set.
   std::vector<int64_t> ReceivedSplits() {
     Wait();
-    const int size = kolo_size();
-    if (size <= 0) Raise(KOLO_ERR_FAILED_PRECONDITION, "'" + name_ + "': kolo is not initialized");
-    std::vector<int64_t> splits(static_cast<size_t>(size));
+    if (splits_count_ <= 0) {
+      Raise(KOLO_ERR_FAILED_PRECONDITION, "'" + name_ + "': not an alltoall");
+    }
+    std::vector<int64_t> splits(static_cast<size_t>(splits_count_));
     Check(kolo_handle_received_splits(h_, splits.data()));
     return splits;
   }
@@ -191,6 +195,7 @@ class Handle {
   std::vector<py::object> keep_;
   kolo_dtype_t dtype_;
   std::string name_;
+  int splits_count_ = 0;
 };
 
 // Names cross the C API as C strings: an embedded NUL would silently truncate them, and two
@@ -210,8 +215,8 @@ kolo_dtype_t Dtype(int code) {
 }
 
 std::unique_ptr<Handle> AllreduceAsync(const std::string& name, py::capsule in, py::capsule out,
-                                       int dtype_code, int op, double prescale,
-                                       double postscale) {
+                                       int dtype_code, int op, double prescale, double postscale,
+                                       int process_set) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "allreduce '" + name + "' input");
   TensorView vout = in.ptr() == out.ptr() ? vin : View(out, dtype, "allreduce '" + name + "' output");
@@ -219,45 +224,55 @@ std::unique_ptr<Handle> AllreduceAsync(const std::string& name, py::capsule in, 
     Raise(KOLO_ERR_INVALID_ARGUMENT, "allreduce '" + name + "': output shape differs from input");
   }
   kolo_handle_t h = nullptr;
-  Check(kolo_allreduce_async(CheckName(name).c_str(), vin.data, vout.data, dtype,
-                             static_cast<int>(vin.shape.size()), vin.shape.data(),
-                             static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
+  Check(kolo_allreduce_async_on(process_set, CheckName(name).c_str(), vin.data, vout.data, dtype,
+                                static_cast<int>(vin.shape.size()), vin.shape.data(),
+                                static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
 }
 
-std::unique_ptr<Handle> AllgatherAsync(const std::string& name, py::capsule in, int dtype_code) {
+std::unique_ptr<Handle> AllgatherAsync(const std::string& name, py::capsule in, int dtype_code,
+                                       int process_set) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "allgather '" + name + "' input");
   kolo_handle_t h = nullptr;
-  Check(kolo_allgather_async(CheckName(name).c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
-                             vin.shape.data(), &h));
+  Check(kolo_allgather_async_on(process_set, CheckName(name).c_str(), vin.data, dtype,
+                                static_cast<int>(vin.shape.size()), vin.shape.data(), &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
 }
 
-std::unique_ptr<Handle> ReducescatterAsync(const std::string& name, py::capsule in,
-                                           int dtype_code, int op, double prescale,
-                                           double postscale) {
+std::unique_ptr<Handle> ReducescatterAsync(const std::string& name, py::capsule in, int dtype_code,
+                                           int op, double prescale, double postscale,
+                                           int process_set) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "reducescatter '" + name + "' input");
   kolo_handle_t h = nullptr;
-  Check(kolo_reducescatter_async(CheckName(name).c_str(), vin.data, dtype,
-                                 static_cast<int>(vin.shape.size()), vin.shape.data(),
-                                 static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
+  Check(kolo_reducescatter_async_on(process_set, CheckName(name).c_str(), vin.data, dtype,
+                                    static_cast<int>(vin.shape.size()), vin.shape.data(),
+                                    static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
 }
 
 std::unique_ptr<Handle> AlltoallAsync(const std::string& name, py::capsule in, int dtype_code,
-                                      const std::vector<int64_t>& splits) {
+                                      const std::vector<int64_t>& splits, int process_set) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "alltoall '" + name + "' input");
+  // kolo reads one split per rank of the set: a shorter list would be read past its end.
+  const int set_size = kolo_process_set_size(process_set);
+  if (!splits.empty() && set_size > 0 && splits.size() != static_cast<size_t>(set_size)) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT, "alltoall '" + name + "': " + std::to_string(splits.size()) +
+                                         " splits for " + std::to_string(set_size) + " ranks");
+  }
   kolo_handle_t h = nullptr;
-  Check(kolo_alltoall_async(CheckName(name).c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
-                            vin.shape.data(), splits.empty() ? nullptr : splits.data(), &h));
-  return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
+  Check(kolo_alltoall_async_on(process_set, CheckName(name).c_str(), vin.data, dtype,
+                               static_cast<int>(vin.shape.size()), vin.shape.data(),
+                               splits.empty() ? nullptr : splits.data(), &h));
+  auto handle = std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
+  handle->SetSplitsCount(set_size);
+  return handle;
 }
 
 std::unique_ptr<Handle> BroadcastAsync(const std::string& name, py::capsule in, py::capsule out,
-                                       int dtype_code, int root) {
+                                       int dtype_code, int root, int process_set) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "broadcast '" + name + "' input");
   TensorView vout = in.ptr() == out.ptr() ? vin : View(out, dtype, "broadcast '" + name + "' output");
@@ -265,8 +280,8 @@ std::unique_ptr<Handle> BroadcastAsync(const std::string& name, py::capsule in, 
     Raise(KOLO_ERR_INVALID_ARGUMENT, "broadcast '" + name + "': output shape differs from input");
   }
   kolo_handle_t h = nullptr;
-  Check(kolo_broadcast_async(CheckName(name).c_str(), vin.data, vout.data, dtype,
-                             static_cast<int>(vin.shape.size()), vin.shape.data(), root, &h));
+  Check(kolo_broadcast_async_on(process_set, CheckName(name).c_str(), vin.data, vout.data, dtype,
+                                static_cast<int>(vin.shape.size()), vin.shape.data(), root, &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
 }
 
@@ -304,20 +319,26 @@ PYBIND11_MODULE(_kolo, m) {
   m.def("built_with_nccl", [] { return KOLO_WITH_NCCL != 0; });
 
   m.def("allreduce_async", &AllreduceAsync, py::arg("name"), py::arg("input"), py::arg("output"),
-        py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0);
-  m.def("allgather_async", &AllgatherAsync, py::arg("name"), py::arg("input"), py::arg("dtype"));
+        py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
+        py::arg("process_set") = 0);
+  m.def("allgather_async", &AllgatherAsync, py::arg("name"), py::arg("input"), py::arg("dtype"),
+        py::arg("process_set") = 0);
   m.def("reducescatter_async", &ReducescatterAsync, py::arg("name"), py::arg("input"),
-        py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0);
+        py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
+        py::arg("process_set") = 0);
   m.def("alltoall_async", &AlltoallAsync, py::arg("name"), py::arg("input"), py::arg("dtype"),
-        py::arg("splits") = std::vector<int64_t>{});
-  m.def("barrier", [] {
-    kolo_status_t s;
-    {
-      py::gil_scoped_release release;
-      s = kolo_barrier();
-    }
-    Check(s);
-  });
+        py::arg("splits") = std::vector<int64_t>{}, py::arg("process_set") = 0);
+  m.def(
+      "barrier",
+      [](int process_set) {
+        kolo_status_t s;
+        {
+          py::gil_scoped_release release;
+          s = kolo_barrier_on(process_set);
+        }
+        Check(s);
+      },
+      py::arg("process_set") = 0);
   m.def("join", [] {
     kolo_status_t s;
     int last = -1;
@@ -351,7 +372,48 @@ PYBIND11_MODULE(_kolo, m) {
     Check(s);
   });
   m.def("broadcast_async", &BroadcastAsync, py::arg("name"), py::arg("input"), py::arg("output"),
-        py::arg("dtype"), py::arg("root_rank"));
+        py::arg("dtype"), py::arg("root_rank"), py::arg("process_set") = 0);
+
+  // Process sets: add/remove are collective over every rank (GIL released while they wait).
+  m.def(
+      "add_process_set",
+      [](const std::vector<int>& ranks) {
+        kolo_status_t s;
+        int id = -1;
+        {
+          py::gil_scoped_release release;
+          s = kolo_add_process_set(ranks.data(), static_cast<int>(ranks.size()), &id);
+        }
+        Check(s);
+        return id;
+      },
+      py::arg("ranks"));
+  m.def(
+      "remove_process_set",
+      [](int process_set) {
+        kolo_status_t s;
+        {
+          py::gil_scoped_release release;
+          s = kolo_remove_process_set(process_set);
+        }
+        Check(s);
+      },
+      py::arg("process_set"));
+  m.def("process_set_rank", &kolo_process_set_rank, py::arg("process_set"));
+  m.def("process_set_size", &kolo_process_set_size, py::arg("process_set"));
+  m.def(
+      "process_set_ranks",
+      [](int process_set) {
+        const int size = kolo_process_set_size(process_set);
+        std::vector<int> ranks(static_cast<size_t>(std::max(size, 0)));
+        if (size < 0) {
+          Raise(KOLO_ERR_INVALID_ARGUMENT,
+                "no process set " + std::to_string(process_set) + " (never added, or removed)");
+        }
+        Check(kolo_process_set_ranks(process_set, ranks.data()));
+        return ranks;
+      },
+      py::arg("process_set"));
 
   py::class_<Handle>(m, "Handle")
       .def("poll", &Handle::Poll)

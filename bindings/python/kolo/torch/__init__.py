@@ -2,8 +2,8 @@
 
     import kolo.torch as hvd   # instead of: import horovod.torch as hvd
 
-What kolo supports today is exported here; the rest of horovod.torch (process sets other than
-the global one, elastic training) is not defined yet, so using it fails with AttributeError. CPU tensors only, so far.
+What kolo supports today is exported here; the rest of horovod.torch (elastic training) is not
+defined yet, so using it fails with AttributeError. CPU tensors only, so far.
 See bindings/python/README.md.
 """
 
@@ -25,7 +25,8 @@ from kolo.torch.mpi_ops import is_homogeneous
 from kolo.torch.mpi_ops import mpi_threads_supported, mpi_enabled, mpi_built
 from kolo.torch.mpi_ops import gloo_enabled, gloo_built
 from kolo.torch.mpi_ops import nccl_built, ddl_built, ccl_built, cuda_built, rocm_built
-from kolo.torch.mpi_ops import global_process_set
+from kolo.torch.process_sets import (ProcessSet, add_process_set, global_process_set,
+                                     remove_process_set)
 from kolo.torch.mpi_ops import Average, Sum, Adasum, Min, Max, Product
 from kolo.torch.mpi_ops import HorovodInternalError
 from kolo.torch.exchange_ops import (alltoall, alltoall_async, barrier, grouped_reducescatter,
@@ -48,7 +49,7 @@ __all__ = [
     "size", "local_size", "cross_size", "rank", "local_rank", "cross_rank", "is_homogeneous",
     "mpi_threads_supported", "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built",
     "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
-    "global_process_set",
+    "ProcessSet", "global_process_set", "add_process_set", "remove_process_set",
     "Average", "Sum", "Adasum", "Min", "Max", "Product",
     "HorovodInternalError",
     "alltoall", "alltoall_async", "barrier", "join", "reducescatter", "reducescatter_async",

@@ -1,5 +1,5 @@
-"""kolo.torch's basics: reduction codes, error types, dtypes, the global process set, the
-rank layout and the build flags (Horovod's names). The collective operations are in mpi_ops.
+"""kolo.torch's basics: reduction codes, error types, dtypes, the rank layout and the build
+flags (Horovod's names). Process sets are in process_sets, the collective operations in mpi_ops.
 """
 
 import os
@@ -72,43 +72,6 @@ _DTYPES = {
 }
 if getattr(torch, "uint16", None) is not None:  # torch >= 2.3
     _DTYPES[torch.uint16] = _k.UINT16
-
-# ---- process sets: only the global one, so far ----------------------------------------------
-
-
-class _GlobalProcessSet(object):
-    """The set of all ranks, the only process set kolo supports so far (Horovod's
-    ``hvd.global_process_set``)."""
-
-    process_set_id = 0
-
-    @property
-    def ranks(self):
-        return list(range(size()))
-
-    def size(self):
-        return size()
-
-    def rank(self):
-        return rank()
-
-    def included(self):
-        return True
-
-    def __repr__(self):
-        return "ProcessSet(process_set_id=0, ranks=all)"
-
-
-global_process_set = _GlobalProcessSet()
-
-
-def _check_process_set(process_set):
-    if process_set is None or process_set is global_process_set:
-        return
-    raise ValueError(
-        "kolo: process sets are not supported yet: only the global process set "
-        "(hvd.global_process_set, the default) is; got %r" % (process_set,))
-
 
 # ---- layout and build ---------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 """Horovod's reducescatter, alltoall, barrier and join over kolo's runtime operations.
 
 Same conventions as mpi_ops (int handles for poll()/synchronize(), names "<op>.<name>" or
-"<op>.noname.<n>", HorovodInternalError carrying the runtime's message). The autograd rules:
-- reducescatter: y_r = s * reduce_q(x_q)[rows of r] with s = prescale * postscale (/ size for
-  Average), so dL/dx_q = s * allgather(dL/dy) — every rank's gradient rows, gathered;
+"<op>.noname.<n>", HorovodInternalError carrying the runtime's message, ``process_set``: the
+ranks that take part; inside a set, rank r is the r-th of its ascending ranks). The autograd
+rules:
+- reducescatter: y_r = s * reduce_q(x_q)[rows of r] with s = prescale * postscale (/ set size
+  for Average), so dL/dx_q = s * allgather(dL/dy) — every rank's gradient rows, gathered;
 - alltoall: the gradient of what rank r received from q goes back to q: an alltoall of the
   output gradient with the received splits as the send splits (Horovod's rule).
 """
@@ -16,6 +18,7 @@ from kolo import _kolo as _k
 from kolo.torch import mpi_ops as _ops
 from kolo.torch.compression import Compression
 from kolo.torch.mpi_ops import Average, Sum, global_process_set
+from kolo.torch.process_sets import _as_set, _process_set_id
 
 
 def _gathered(h, dtype, received_splits=False):
@@ -46,15 +49,15 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     Returns:
         A handle for poll() and synchronize(); synchronize returns this rank's share.
     """
-    _ops._check_process_set(process_set)
-    handle, full_name = _ops._new_handle("reducescatter", name)
+    set_id = _process_set_id(process_set, "reducescatter")
+    handle, full_name = _ops._new_handle("reducescatter", name, set_id)
     what = "reducescatter '%s'" % full_name
     _check_reduce_op(op, what)
     _ops._check_tensor(tensor, what)
     inp = _ops._contiguous(tensor)
     h = _ops._submit(_k.reducescatter_async, full_name, _ops._capsule(inp),
                      _ops._DTYPES[inp.dtype], int(op), float(prescale_factor),
-                     float(postscale_factor))
+                     float(postscale_factor), set_id)
     return _ops._register(handle, [h], (inp,), _gathered(h, inp.dtype))
 
 
@@ -63,7 +66,8 @@ class HorovodReducescatter(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
-        ctx.scale = prescale_factor * postscale_factor / (_ops.size() if op == Average else 1)
+        ctx.scale = prescale_factor * postscale_factor / (
+            _as_set(process_set).size() if op == Average else 1)
         ctx.process_set = process_set
         return _ops.synchronize(reducescatter_async(tensor, name, op, process_set,
                                                     prescale_factor, postscale_factor))
@@ -88,16 +92,16 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
                                 prescale_factor=1.0, postscale_factor=1.0):
     """Starts a reducescatter of each tensor (one operation per tensor, named
     "<name>.<i>"); synchronize returns the tuple of this rank's shares."""
-    _ops._check_process_set(process_set)
+    set_id = _process_set_id(process_set, "grouped_reducescatter")
     tensors = _ops._as_tensor_list(tensors, "grouped_reducescatter")
-    handle, names = _ops._grouped_names("reducescatter", name, len(tensors))
+    handle, names = _ops._grouped_names("reducescatter", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
         _check_reduce_op(op, "grouped_reducescatter '%s'" % n)
         _ops._check_tensor(t, "grouped_reducescatter '%s'" % n)
     inputs = [_ops._contiguous(t) for t in tensors]
     handles = _ops._submit_all(
         [(_k.reducescatter_async, (n, _ops._capsule(i), _ops._DTYPES[i.dtype], int(op),
-                                   float(prescale_factor), float(postscale_factor)))
+                                   float(prescale_factor), float(postscale_factor), set_id))
          for n, i in zip(names, inputs)], inputs)
     steps = [_gathered(h, i.dtype) for h, i in zip(handles, inputs)]
     return _ops._register(handle, handles, inputs, lambda: tuple(s() for s in steps))
@@ -117,15 +121,16 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
 # ---- alltoall -------------------------------------------------------------------------------
 
 
-def _split_list(splits, what):
+def _split_list(splits, what, process_set):
     if splits is None:
         return []
     if isinstance(splits, torch.Tensor):
         splits = splits.tolist()
     splits = [int(s) for s in splits]
-    if len(splits) != _ops.size():
-        raise ValueError("kolo %s: splits has %d entries, expected one per rank (%d)"
-                         % (what, len(splits), _ops.size()))
+    size = _as_set(process_set).size()
+    if len(splits) != size:
+        raise ValueError("kolo %s: splits has %d entries, expected one per rank of the process "
+                         "set (%d)" % (what, len(splits), size))
     return splits
 
 
@@ -139,14 +144,17 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
         A handle; synchronize returns (output, received_splits), received_splits an int32
         tensor of the rows received from each rank.
     """
-    _ops._check_process_set(process_set)
-    handle, full_name = _ops._new_handle("alltoall", name)
+    set_id = _process_set_id(process_set, "alltoall")
+    handle, full_name = _ops._new_handle("alltoall", name, set_id)
     what = "alltoall '%s'" % full_name
     _ops._check_tensor(tensor, what)
-    split_list = _split_list(splits, what)
     inp = _ops._contiguous(tensor)
+    if set_id != 0 and not _as_set(process_set).included():
+        split_list = []  # the runtime refuses a non-member: its message, not one about splits
+    else:
+        split_list = _split_list(splits, what, process_set)
     h = _ops._submit(_k.alltoall_async, full_name, _ops._capsule(inp), _ops._DTYPES[inp.dtype],
-                     split_list)
+                     split_list, set_id)
     return _ops._register(handle, [h], (inp,), _gathered(h, inp.dtype, received_splits=True))
 
 
@@ -184,13 +192,15 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 
 def barrier(process_set=global_process_set):
-    """Blocks until every rank has called barrier(). It is ordered with the operations each
-    rank submitted before it (it does not wait for them to complete)."""
-    _ops._check_process_set(process_set)
+    """Blocks until every rank (of ``process_set``) has called barrier(). It is ordered with the
+    operations each rank submitted before it on that set (it does not wait for them to
+    complete)."""
+    set_id = _process_set_id(process_set, "barrier")
     try:
-        _k.barrier()
+        _k.barrier(set_id)
     except _k.KoloError as e:
-        raise _ops._internal_error(e) from e
+        # a refusal (a rank outside the set) is a ValueError, as in Horovod
+        raise _ops._internal_error(e, at_submission=True) from e
 
 
 # ---- join -----------------------------------------------------------------------------------
@@ -219,11 +229,14 @@ def join(device=-1):
 
 
 def _resync_handles():
-    """Unnamed operations are named after their handle ("allreduce.noname.<handle>"), and the
-    handle counter counts every operation; ranks that ran different numbers of steps before
+    """Unnamed operations are numbered ("allreduce.noname.<n>") by a count of this rank's
+    unnamed operations on their process set; ranks that ran different numbers of steps before
     joining would give their next unnamed operations different names and wait for each other
-    forever (as in Horovod). join is collective, so every rank moves its counter past the
-    largest one here, and unnamed operations match again."""
-    mine = next(_ops._handle_counter)
+    forever (as in Horovod). join is collective, so every rank moves its counter (of unnamed
+    operations on the global set) past the largest one here, and unnamed operations match
+    again."""
+    with _ops._lock:
+        mine = next(_ops._noname_counters.setdefault(0, itertools.count(1)))
     counts = _ops.allgather(torch.tensor([mine], dtype=torch.int64), name="__kolo_join.handles")
-    _ops._handle_counter = itertools.count(int(counts.max()) + 1)
+    with _ops._lock:
+        _ops._noname_counters[0] = itertools.count(int(counts.max()) + 1)

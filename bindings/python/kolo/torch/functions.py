@@ -11,8 +11,9 @@ import numpy as np
 import torch
 
 from kolo.torch.mpi_ops import allgather, broadcast_, broadcast_async_, synchronize
-from kolo.torch.mpi_ops import rank, size
-from kolo.torch.mpi_ops import _check_process_set, global_process_set
+from kolo.torch.mpi_ops import rank
+from kolo.torch.mpi_ops import global_process_set
+from kolo.torch.process_sets import _as_set, _process_set_id
 
 
 def _bytes_tensor(payload):
@@ -27,9 +28,11 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
         params: ``model.state_dict()`` (or any dict name -> tensor), or a list of tensors or of
             (name, tensor) pairs such as ``list(model.named_parameters())``. Dicts are sent in
             order of their sorted names, so every rank must pass the same names.
-        root_rank: the rank whose values everybody gets.
+        root_rank: the rank whose values everybody gets (a global rank, even with a process
+            set, as in Horovod).
+        process_set: the ranks that take part (default: all).
     """
-    _check_process_set(process_set)
+    _process_set_id(process_set, "broadcast_parameters")
     if isinstance(params, dict):
         params = sorted(params.items())
     elif isinstance(params, (list, tuple)) or (
@@ -38,7 +41,8 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
     else:
         raise ValueError("invalid params of type: %s" % type(params))
 
-    handles = [broadcast_async_(p, root_rank, name) for name, p in params]
+    handles = [broadcast_async_(p, root_rank, name, process_set=process_set)
+               for name, p in params]
     for handle in handles:
         synchronize(handle)
 
@@ -52,10 +56,11 @@ def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_s
     nothing), which leaves parameters unchanged for SGD (with or without momentum) and Adam
     unless weight decay is set. Tensors in the state are broadcast in place; everything else
     (learning rate, betas, step counts kept as numbers...) is broadcast as one pickled object.
+    ``root_rank`` is a global rank; ``process_set``: the ranks that take part (default: all).
     """
     from kolo.torch.optimizer import _DistributedOptimizer
 
-    _check_process_set(process_set)
+    _process_set_id(process_set, "broadcast_optimizer_state")
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
 
@@ -118,8 +123,9 @@ def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_s
                     scalars[full_key] = value
                     callbacks[full_key] = state_setter(pid, name)
 
-    broadcast_parameters(tensors, root_rank)
-    scalars = broadcast_object(scalars, root_rank, name="optimizer_state.scalars")
+    broadcast_parameters(tensors, root_rank, process_set=process_set)
+    scalars = broadcast_object(scalars, root_rank, name="optimizer_state.scalars",
+                               process_set=process_set)
     for key, value in scalars.items():
         callbacks[key](value)
 
@@ -129,11 +135,12 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
     Arguments:
         obj: any object the standard library's pickle handles (ignored on other ranks).
-        root_rank: the rank whose object everybody gets.
+        root_rank: the rank whose object everybody gets (a global rank, as in Horovod).
         name: the operations' base name. Defaults to "broadcast_object" (not the object's
             type name as in Horovod: the other ranks' objects, often None, have other types).
+        process_set: the ranks that take part (default: all).
     """
-    _check_process_set(process_set)
+    _process_set_id(process_set, "broadcast_object")
     if name is None:
         name = "broadcast_object"
 
@@ -143,21 +150,22 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
         try:
             payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as error:
-            broadcast_(torch.tensor([-1], dtype=torch.int64), root_rank, name + ".sz")
+            broadcast_(torch.tensor([-1], dtype=torch.int64), root_rank, name + ".sz",
+                       process_set=process_set)
             raise ValueError("broadcast_object: rank %d cannot pickle the object: %s"
                              % (root_rank, error)) from error
         data = _bytes_tensor(payload)
         length = torch.tensor([data.numel()], dtype=torch.int64)
-        broadcast_(length, root_rank, name + ".sz")
+        broadcast_(length, root_rank, name + ".sz", process_set=process_set)
     else:
         length = torch.zeros(1, dtype=torch.int64)
-        broadcast_(length, root_rank, name + ".sz")
+        broadcast_(length, root_rank, name + ".sz", process_set=process_set)
         if int(length.item()) < 0:
             raise ValueError("broadcast_object: rank %d could not pickle its object"
                              % root_rank)
         data = torch.empty(int(length.item()), dtype=torch.uint8)
 
-    broadcast_(data, root_rank, name + ".t")
+    broadcast_(data, root_rank, name + ".t", process_set=process_set)
 
     if rank() != root_rank:
         obj = pickle.loads(data.numpy().tobytes())
@@ -165,14 +173,16 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """Pickles ``obj`` on every rank and returns the list of all ranks' objects, in rank order.
+    """Pickles ``obj`` on every rank and returns the list of all ranks' objects, in rank order
+    (of ``process_set``'s ranks, by default all).
 
     Arguments:
         obj: any object the standard library's pickle handles.
         name: the operations' base name. Defaults to "allgather_object" (not the object's
             type name as in Horovod, which may differ from rank to rank).
+        process_set: the ranks that take part (default: all).
     """
-    _check_process_set(process_set)
+    _process_set_id(process_set, "allgather_object")
     if name is None:
         name = "allgather_object"
 
@@ -184,18 +194,19 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     data = _bytes_tensor(payload)
     length = torch.tensor([data.numel() if failure is None else -1], dtype=torch.int64)
 
-    lengths = allgather(length, name=name + ".sz").tolist()
+    lengths = allgather(length, name=name + ".sz", process_set=process_set).tolist()
     if min(lengths) < 0:
-        bad = [r for r, n in enumerate(lengths) if n < 0]
+        ranks = _as_set(process_set).ranks
+        bad = [ranks[r] for r, n in enumerate(lengths) if n < 0]
         raise ValueError("allgather_object: rank(s) %s cannot pickle their object%s"
                          % (",".join(map(str, bad)),
                             ": %s" % failure if failure is not None else "")) from failure
-    gathered = allgather(data, name=name + ".t").numpy()
+    gathered = allgather(data, name=name + ".t", process_set=process_set).numpy()
 
     objects = []
     offset = 0
     for n in lengths:
         objects.append(pickle.loads(gathered[offset:offset + n].tobytes()))
         offset += n
-    assert len(objects) == size()
+    assert len(objects) == _as_set(process_set).size()
     return objects

@@ -6,9 +6,13 @@ map holds the kolo handles, the tensors they read and write, and the step that p
 result (the all-gathered tensor, or the copy back into a non-contiguous in-place argument).
 
 Operation names follow Horovod: ``allreduce(t, name="x")`` is negotiated as ``"allreduce.x"``,
-an unnamed one as ``"allreduce.noname.<handle>"`` (every rank must then issue its unnamed
-operations in the same order, as in Horovod). A grouped operation of base name ``g`` is
-submitted as one operation per tensor, ``"allreduce.g.0"``, ``"allreduce.g.1"``, ...
+an unnamed one as ``"allreduce.noname.<n>"``, n counting this rank's unnamed operations on the
+operation's process set (every rank of the set must then issue its unnamed operations in the
+same order, as in Horovod; operations on other sets do not shift the count). A grouped operation
+of base name ``g`` is submitted as one operation per tensor, ``"allreduce.g.0"``, ...
+
+``process_set`` (every operation): the set of ranks that take part (see process_sets), by
+default ``global_process_set``; the operation runs on the set's own path.
 
 Tensors: CPU, dense, of the dtypes in ``_DTYPES``; any other dtype or device raises
 ``UnsupportedTensorError`` (both a TypeError and a ValueError) naming the operation.
@@ -30,10 +34,13 @@ from kolo.torch.compression import Compression
 from kolo.torch.basics import (  # noqa: F401 (re-exported: Horovod's mpi_ops has them)
     _DTYPES, _INVALID_ARGUMENT, _NOT_INITIALIZED, _OP_NAMES, Adasum, Average,
     HorovodInternalError, InvalidSubmissionError, Max, Min, Product, Sum,
-    UnsupportedTensorError, _check_process_set, _internal_error, _layout, ccl_built,
-    cross_rank, cross_size, cuda_built, ddl_built, global_process_set, gloo_built, gloo_enabled,
+    UnsupportedTensorError, _internal_error, _layout, ccl_built,
+    cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled,
     is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
     nccl_built, rank, rocm_built, size, start_timeline, stop_timeline)
+from kolo.torch import process_sets as _process_sets
+from kolo.torch.process_sets import (  # noqa: F401 (re-exported: Horovod's mpi_ops has them)
+    ProcessSet, _process_set_id, add_process_set, global_process_set, remove_process_set)
 
 # ---- init, shutdown -------------------------------------------------------------------------
 
@@ -56,25 +63,26 @@ def init(comm=None, process_sets=None):
 
     Arguments:
         comm: None or mpi4py's MPI.COMM_WORLD; kolo does not run on other communicators yet.
-        process_sets: None; kolo has no process sets other than the global one yet.
+        process_sets: process sets to register now: a list of hvd.ProcessSet or of rank lists,
+            the same on every rank (each gets its process_set_id, as with add_process_set), or
+            None / "dynamic" (sets can always be added later with add_process_set).
     """
     global _homogeneous
     if comm is not None and not _is_comm_world(comm):
         raise ValueError(
             "kolo: init(comm=...) with a communicator other than MPI.COMM_WORLD is not "
             "supported yet; kolo always runs on all ranks of MPI_COMM_WORLD (got %r)" % (comm,))
-    if process_sets is not None and process_sets != []:
-        raise ValueError("kolo: init(process_sets=...) is not supported yet: kolo has only the "
-                         "global process set")
     was_initialized = _k.is_initialized()
     try:
         _k.init()
     except _k.KoloError as e:
         raise _internal_error(e) from e
     if was_initialized and _homogeneous is not None:
+        _process_sets._init_process_sets(process_sets)
         return
     with _lock:
         _handle_map.clear()
+        _noname_counters.clear()
     # Homogeneous: every node runs the same number of ranks. No rank can tell alone, so every
     # rank contributes its node's rank count once, here.
     mine = torch.tensor([_k.local_size()], dtype=torch.int32)
@@ -84,6 +92,7 @@ def init(comm=None, process_sets=None):
     except _k.KoloError as e:
         raise _internal_error(e) from e
     _homogeneous = bool((counts == counts[0]).all())
+    _process_sets._init_process_sets(process_sets)
 
 
 def shutdown():
@@ -95,6 +104,7 @@ def shutdown():
         # run), so synchronize() raises HorovodInternalError for them, as the docstring says.
         del _orphans[:]
     _homogeneous = None
+    _process_sets._reset()
 
 
 def is_homogeneous():
@@ -120,13 +130,16 @@ _lock = threading.Lock()
 _handle_map = {}
 _orphans = []  # kolo handles of grouped submissions that failed half-way; dropped at shutdown
 _handle_counter = itertools.count(1)
+_noname_counters = {}  # process set id -> count of this rank's unnamed operations on it
 
 
-def _new_handle(prefix, name):
+def _new_handle(prefix, name, process_set_id=0):
     """A fresh int handle and the operation's full name."""
     handle = next(_handle_counter)
     if name is None:
-        return handle, "%s.noname.%d" % (prefix, handle)
+        with _lock:
+            counter = _noname_counters.setdefault(process_set_id, itertools.count(1))
+            return handle, "%s.noname.%d" % (prefix, next(counter))
     return handle, "%s.%s" % (prefix, name)
 
 
@@ -270,12 +283,12 @@ def _resolve_op(op, average):
 # ---- allreduce ------------------------------------------------------------------------------
 
 
-def _allreduce_args(name, inp, out, op, prescale_factor, postscale_factor):
+def _allreduce_args(name, inp, out, op, prescale_factor, postscale_factor, process_set_id):
     cin = _capsule(inp)
     cout = cin if out is inp else _capsule(out)  # the same capsule object selects in place
     return (_k.allreduce_async,
             (name, cin, cout, _DTYPES[inp.dtype], int(op), float(prescale_factor),
-             float(postscale_factor)))
+             float(postscale_factor), process_set_id))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None,
@@ -289,18 +302,19 @@ def allreduce_async(tensor, average=None, name=None, op=None,
         name: the operation's name (matched across ranks); generated when None.
         op: Average (the default), Sum, Min, Max or Product (Adasum is refused by the runtime).
         prescale_factor, postscale_factor: factors applied before and after the reduction.
-        process_set: only the global process set is supported.
+        process_set: the ranks that take part (default: all); Average divides by its size.
 
     Returns:
         A handle for poll() and synchronize().
     """
     op = _resolve_op(op, average)
-    _check_process_set(process_set)
-    handle, full_name = _new_handle("allreduce", name)
+    set_id = _process_set_id(process_set, "allreduce")
+    handle, full_name = _new_handle("allreduce", name, set_id)
     _check_tensor(tensor, "allreduce '%s'" % full_name)
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
-    fn, args = _allreduce_args(full_name, inp, out, op, prescale_factor, postscale_factor)
+    fn, args = _allreduce_args(full_name, inp, out, op, prescale_factor, postscale_factor,
+                               set_id)
     h = _submit(fn, *args)
     return _register(handle, [h], (inp, out), lambda: out)
 
@@ -314,11 +328,11 @@ def allreduce_async_(tensor, average=None, name=None, op=None,
         A handle for poll() and synchronize(); synchronize() returns ``tensor``.
     """
     op = _resolve_op(op, average)
-    _check_process_set(process_set)
-    handle, full_name = _new_handle("allreduce", name)
+    set_id = _process_set_id(process_set, "allreduce")
+    handle, full_name = _new_handle("allreduce", name, set_id)
     _check_tensor(tensor, "allreduce '%s'" % full_name)
     buf = _contiguous(tensor)
-    fn, args = _allreduce_args(full_name, buf, buf, op, prescale_factor, postscale_factor)
+    fn, args = _allreduce_args(full_name, buf, buf, op, prescale_factor, postscale_factor, set_id)
     h = _submit(fn, *args)
     return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))
 
@@ -367,8 +381,8 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 # ---- grouped allreduce ----------------------------------------------------------------------
 
 
-def _grouped_names(prefix, name, count):
-    handle, base = _new_handle(prefix, name)
+def _grouped_names(prefix, name, count, process_set_id=0):
+    handle, base = _new_handle(prefix, name, process_set_id)
     return handle, ["%s.%d" % (base, i) for i in range(count)]
 
 
@@ -400,9 +414,9 @@ def _check_disjoint(tensors, what):
 
 def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, postscale_factor,
                              process_set):
-    _check_process_set(process_set)
+    set_id = _process_set_id(process_set, "grouped_allreduce")
     tensors = _as_tensor_list(tensors, "grouped_allreduce")
-    handle, names = _grouped_names("allreduce", name, len(tensors))
+    handle, names = _grouped_names("allreduce", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
         _check_tensor(t, "grouped_allreduce '%s'" % n)
     if in_place:
@@ -414,7 +428,7 @@ def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, posts
         outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in inputs]
     keep = (tensors, inputs, outputs)
     handles = _submit_all(
-        [_allreduce_args(n, i, o, op, prescale_factor, postscale_factor)
+        [_allreduce_args(n, i, o, op, prescale_factor, postscale_factor, set_id)
          for n, i, o in zip(names, inputs, outputs)], keep)
     if in_place:
         steps = [_finish_in_place(t, b) for t, b in zip(tensors, inputs)]
@@ -494,18 +508,20 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
     """Starts reducing a sparse COO tensor by all-gathering its indices and values. Returns a
     callable that waits and returns the reduced sparse tensor (as Horovod does)."""
-    _check_process_set(process_set)
+    _process_set_id(process_set, "sparse_allreduce")
     t = tensor.coalesce()
     indices_handle = allgather_async(t.indices().transpose(0, 1).contiguous(),
-                                     name=None if name is None else "%s.indices" % name)
+                                     name=None if name is None else "%s.indices" % name,
+                                     process_set=process_set)
     values_handle = allgather_async(t.values(),
-                                    name=None if name is None else "%s.values" % name)
+                                    name=None if name is None else "%s.values" % name,
+                                    process_set=process_set)
 
     def handle():
         values = synchronize(values_handle)
         indices = synchronize(indices_handle)
         if op == Average:
-            values = values / size()
+            values = values / _process_sets._as_set(process_set).size()
         if indices.dim() == 0 or values.dim() == 0:
             return t.new().resize_as_(t)
         return torch.sparse_coo_tensor(indices.transpose(0, 1), values, t.size(),
@@ -533,22 +549,23 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     Returns:
         A handle for poll() and synchronize().
     """
-    _check_process_set(process_set)
-    handle, full_name = _new_handle("allgather", name)
+    set_id = _process_set_id(process_set, "allgather")
+    handle, full_name = _new_handle("allgather", name, set_id)
     _check_tensor(tensor, "allgather '%s'" % full_name)
     inp = _contiguous(tensor)
-    h = _submit(_k.allgather_async, full_name, _capsule(inp), _DTYPES[inp.dtype])
+    h = _submit(_k.allgather_async, full_name, _capsule(inp), _DTYPES[inp.dtype], set_id)
     return _register(handle, [h], (inp,), _allgather_result(h, inp.dtype))
 
 
 def _allgather_backward(grads, dims, process_set):
-    """Horovod's allgather gradient: average the output gradients over the ranks, then take
-    this rank's rows. ``dims``: this rank's first dimension of each tensor."""
+    """Horovod's allgather gradient: average the output gradients over the ranks (of the
+    process set), then take this rank's rows. ``dims``: this rank's first dimension of each
+    tensor."""
     reduced = grouped_allreduce(list(grads), op=Average, process_set=process_set)
-    # every rank's first dimensions, one row per rank
+    # every rank's first dimensions, one row per rank of the set
     all_dims = allgather(torch.tensor([dims], dtype=torch.int64), process_set=process_set)
-    offsets = all_dims[:rank()].sum(dim=0) if rank() > 0 else torch.zeros(len(dims),
-                                                                          dtype=torch.int64)
+    me = _process_sets._as_set(process_set).rank()
+    offsets = all_dims[:me].sum(dim=0) if me > 0 else torch.zeros(len(dims), dtype=torch.int64)
     return [g.narrow(0, int(offsets[i]), dims[i]) for i, g in enumerate(reduced)]
 
 
@@ -577,13 +594,13 @@ def allgather(tensor, name=None, process_set=global_process_set):
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts an allgather of each tensor of ``tensors`` (one operation per tensor, named
     ``<name>.0``, ...). synchronize() returns a tuple of tensors."""
-    _check_process_set(process_set)
+    set_id = _process_set_id(process_set, "grouped_allgather")
     tensors = _as_tensor_list(tensors, "grouped_allgather")
-    handle, names = _grouped_names("allgather", name, len(tensors))
+    handle, names = _grouped_names("allgather", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
         _check_tensor(t, "grouped_allgather '%s'" % n)
     inputs = [_contiguous(t) for t in tensors]
-    handles = _submit_all([(_k.allgather_async, (n, _capsule(i), _DTYPES[i.dtype]))
+    handles = _submit_all([(_k.allgather_async, (n, _capsule(i), _DTYPES[i.dtype], set_id))
                            for n, i in zip(names, inputs)], inputs)
     steps = [_allgather_result(h, i.dtype) for h, i in zip(handles, inputs)]
     return _register(handle, handles, inputs, lambda: tuple(step() for step in steps))
@@ -613,10 +630,37 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 # ---- broadcast ------------------------------------------------------------------------------
 
 
-def _broadcast_args(name, inp, out, root_rank):
+def _broadcast_args(name, inp, out, root_rank, process_set_id):
     cin = _capsule(inp)
     cout = cin if out is inp else _capsule(out)
-    return (_k.broadcast_async, (name, cin, cout, _DTYPES[inp.dtype], int(root_rank)))
+    return (_k.broadcast_async, (name, cin, cout, _DTYPES[inp.dtype], int(root_rank),
+                                 process_set_id))
+
+
+def _submit_broadcast(name, inp, out, root_rank, process_set, process_set_id):
+    """Submits a broadcast. On a process set, ``root_rank`` is a global rank, as in Horovod:
+    kolo gets its index in the set. A root outside the set is passed on as an index kolo
+    refuses, so the set's other ranks fail with this one instead of waiting for it."""
+    def submit(root_in_set):
+        fn, args = _broadcast_args(name, inp, out, root_in_set, process_set_id)
+        return _submit(fn, *args)
+
+    root = int(root_rank)
+    if process_set_id == 0:
+        return submit(root)
+    ranks = process_set.ranks
+    if root in ranks:
+        return submit(ranks.index(root))
+    try:
+        return submit(len(ranks))
+    except InvalidSubmissionError as e:
+        if not process_set.included():
+            raise  # the runtime's "not a member" says more
+        err = InvalidSubmissionError(
+            "broadcast '%s': root rank %d is not in process set %d %s (root_rank is a global "
+            "rank, as in Horovod)" % (name, root, process_set_id, ranks))
+        err.code = e.code
+        raise err from e
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
@@ -626,13 +670,12 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
     Returns:
         A handle for poll() and synchronize().
     """
-    _check_process_set(process_set)
-    handle, full_name = _new_handle("broadcast", name)
+    set_id = _process_set_id(process_set, "broadcast")
+    handle, full_name = _new_handle("broadcast", name, set_id)
     _check_tensor(tensor, "broadcast '%s'" % full_name)
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
-    fn, args = _broadcast_args(full_name, inp, out, root_rank)
-    h = _submit(fn, *args)
+    h = _submit_broadcast(full_name, inp, out, root_rank, process_set, set_id)
     return _register(handle, [h], (inp, out), lambda: out)
 
 
@@ -642,12 +685,11 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
     Returns:
         A handle for poll() and synchronize(); synchronize() returns ``tensor``.
     """
-    _check_process_set(process_set)
-    handle, full_name = _new_handle("broadcast", name)
+    set_id = _process_set_id(process_set, "broadcast")
+    handle, full_name = _new_handle("broadcast", name, set_id)
     _check_tensor(tensor, "broadcast '%s'" % full_name)
     buf = _contiguous(tensor)
-    fn, args = _broadcast_args(full_name, buf, buf, root_rank)
-    h = _submit(fn, *args)
+    h = _submit_broadcast(full_name, buf, buf, root_rank, process_set, set_id)
     return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))
 
 

@@ -21,7 +21,8 @@ from kolo.torch.mpi_ops import allreduce_async_, grouped_allreduce_async_, spars
 from kolo.torch.mpi_ops import synchronize
 from kolo.torch.mpi_ops import size
 from kolo.torch.mpi_ops import Average, Adasum
-from kolo.torch.mpi_ops import _check_process_set, global_process_set
+from kolo.torch.mpi_ops import global_process_set
+from kolo.torch.process_sets import _as_set, _process_set_id
 
 
 def _split_list(items, n):
@@ -78,7 +79,7 @@ class _DistributedOptimizer(object):
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         self.sparse_as_dense = sparse_as_dense
-        self.process_set = process_set
+        self.process_set = _as_set(process_set)
 
         self._handles = {}
         self._grad_accs = []
@@ -103,7 +104,10 @@ class _DistributedOptimizer(object):
         self._p_to_group = {}
         self._group_counts = {}
 
-        if size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1":
+        # A rank outside the process set communicates nothing: its step() applies its own
+        # gradients (as in Horovod).
+        if self.process_set.included() and (size() > 1 or
+                                            os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks()
 
     def load_state_dict(self, *args, **kwargs):
@@ -135,8 +139,9 @@ class _DistributedOptimizer(object):
                       if p.requires_grad]
             # Every rank forms the same groups, in rank 0's order of parameters.
             p_list_names = [self._parameter_names.get(p) for p in p_list]
-            p_list_names = broadcast_object(p_list_names, root_rank=0,
-                                            name="DistributedOptimizer.parameter_order")
+            p_list_names = broadcast_object(p_list_names, root_rank=self.process_set.ranks[0],
+                                            name="DistributedOptimizer.parameter_order",
+                                            process_set=self.process_set)
             order = {n: i for i, n in enumerate(p_list_names)}
             p_list = sorted(p_list, key=lambda p: order[self._parameter_names.get(p)])
 
@@ -246,6 +251,10 @@ class _DistributedOptimizer(object):
     def synchronize(self):
         """Waits for every gradient's all-reduce (submitting those backward did not trigger)
         and puts the results into the gradients."""
+        if not self.process_set.included():
+            # A rank outside the process set: nothing to reduce (as in Horovod).
+            self._synchronized = True
+            return
         completed = set()
         for x in self._handles.keys():
             if isinstance(x, tuple):
@@ -356,9 +365,10 @@ def DistributedOptimizer(optimizer, named_parameters=None,
         groups: an int (that many groups of consecutive parameters) or a list of lists of
             parameters; each group is reduced together once all its gradients are ready.
         sparse_as_dense: reduce sparse gradients as dense tensors.
-        process_set: only the global process set is supported.
+        process_set: the ranks whose gradients are averaged (default: all); on a rank outside
+            it, nothing is communicated and step() applies the rank's own gradients.
     """
-    _check_process_set(process_set)
+    _process_set_id(process_set, "DistributedOptimizer")
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
 
