@@ -285,6 +285,77 @@ std::unique_ptr<Handle> BroadcastAsync(const std::string& name, py::capsule in, 
   return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
 }
 
+// One call for a whole group (kolo_grouped_*_async_on): negotiated and executed all-or-nothing.
+// `op_name` is "allreduce", "allgather" or "reducescatter"; `outs` is read for allreduce only
+// (an entry that is the input capsule itself selects in place). Returns one Handle per tensor.
+py::list GroupedAsync(const std::string& op_name, const std::vector<std::string>& names,
+                      const std::vector<py::capsule>& ins, const std::vector<py::capsule>& outs,
+                      const std::vector<int>& dtype_codes, int op, double prescale,
+                      double postscale, int process_set) {
+  const bool allreduce = op_name == "allreduce";
+  const size_t n = names.size();
+  if (ins.size() != n || dtype_codes.size() != n || (allreduce && outs.size() != n) || n == 0) {
+    Raise(KOLO_ERR_INVALID_ARGUMENT, "grouped " + op_name + ": lists of different lengths");
+  }
+  std::vector<std::string> checked;
+  std::vector<TensorView> vin, vout;
+  std::vector<kolo_dtype_t> dtypes;
+  for (size_t i = 0; i < n; ++i) {
+    checked.push_back(CheckName(names[i]));
+    dtypes.push_back(Dtype(dtype_codes[i]));
+    vin.push_back(View(ins[i], dtypes[i], op_name + " '" + names[i] + "' input"));
+    if (allreduce) {
+      vout.push_back(ins[i].ptr() == outs[i].ptr()
+                         ? vin.back()
+                         : View(outs[i], dtypes[i], op_name + " '" + names[i] + "' output"));
+      if (vout.back().shape != vin.back().shape) {
+        Raise(KOLO_ERR_INVALID_ARGUMENT,
+              op_name + " '" + names[i] + "': output shape differs from input");
+      }
+    }
+  }
+  std::vector<const char*> name_ptrs;
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  std::vector<int> ndims;
+  std::vector<const int64_t*> shapes;
+  for (size_t i = 0; i < n; ++i) {
+    name_ptrs.push_back(checked[i].c_str());
+    in_ptrs.push_back(vin[i].data);
+    if (allreduce) out_ptrs.push_back(vout[i].data);
+    ndims.push_back(static_cast<int>(vin[i].shape.size()));
+    shapes.push_back(vin[i].shape.data());
+  }
+  std::vector<kolo_handle_t> handles(n, nullptr);
+  const int count = static_cast<int>(n);
+  const auto reduce_op = static_cast<kolo_reduce_op_t>(op);
+  if (allreduce) {
+    Check(kolo_grouped_allreduce_async_on(process_set, count, name_ptrs.data(), in_ptrs.data(),
+                                          out_ptrs.data(), dtypes.data(), ndims.data(),
+                                          shapes.data(), reduce_op, prescale, postscale,
+                                          handles.data()));
+  } else if (op_name == "allgather") {
+    Check(kolo_grouped_allgather_async_on(process_set, count, name_ptrs.data(), in_ptrs.data(),
+                                          dtypes.data(), ndims.data(), shapes.data(),
+                                          handles.data()));
+  } else if (op_name == "reducescatter") {
+    Check(kolo_grouped_reducescatter_async_on(process_set, count, name_ptrs.data(),
+                                              in_ptrs.data(), dtypes.data(), ndims.data(),
+                                              shapes.data(), reduce_op, prescale, postscale,
+                                              handles.data()));
+  } else {
+    Raise(KOLO_ERR_INVALID_ARGUMENT, "grouped '" + op_name + "': not a grouped operation");
+  }
+  py::list out;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<py::object> keep{ins[i]};
+    if (allreduce) keep.push_back(outs[i]);
+    out.append(py::cast(std::make_unique<Handle>(handles[i], std::move(keep), dtypes[i],
+                                                 names[i])));
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_kolo, m) {
@@ -321,6 +392,9 @@ PYBIND11_MODULE(_kolo, m) {
   m.def("allreduce_async", &AllreduceAsync, py::arg("name"), py::arg("input"), py::arg("output"),
         py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
         py::arg("process_set") = 0);
+  m.def("grouped_async", &GroupedAsync, py::arg("op_name"), py::arg("names"), py::arg("inputs"),
+        py::arg("outputs"), py::arg("dtypes"), py::arg("op") = 0, py::arg("prescale") = 1.0,
+        py::arg("postscale") = 1.0, py::arg("process_set") = 0);
   m.def("allgather_async", &AllgatherAsync, py::arg("name"), py::arg("input"), py::arg("dtype"),
         py::arg("process_set") = 0);
   m.def("reducescatter_async", &ReducescatterAsync, py::arg("name"), py::arg("input"),

@@ -90,7 +90,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
 
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
-    """Starts a reducescatter of each tensor (one operation per tensor, named
+    """Starts a reducescatter of each tensor as one all-or-nothing group (tensors named
     "<name>.<i>"); synchronize returns the tuple of this rank's shares."""
     set_id = _process_set_id(process_set, "grouped_reducescatter")
     tensors = _ops._as_tensor_list(tensors, "grouped_reducescatter")
@@ -99,10 +99,10 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
         _check_reduce_op(op, "grouped_reducescatter '%s'" % n)
         _ops._check_tensor(t, "grouped_reducescatter '%s'" % n)
     inputs = [_ops._contiguous(t) for t in tensors]
-    handles = _ops._submit_all(
-        [(_k.reducescatter_async, (n, _ops._capsule(i), _ops._DTYPES[i.dtype], int(op),
-                                   float(prescale_factor), float(postscale_factor), set_id))
-         for n, i in zip(names, inputs)], inputs)
+    handles = _ops._submit(_k.grouped_async, "reducescatter", names,
+                           [_ops._capsule(i) for i in inputs], [],
+                           [_ops._DTYPES[i.dtype] for i in inputs], int(op),
+                           float(prescale_factor), float(postscale_factor), set_id)
     steps = [_gathered(h, i.dtype) for h, i in zip(handles, inputs)]
     return _ops._register(handle, handles, inputs, lambda: tuple(s() for s in steps))
 

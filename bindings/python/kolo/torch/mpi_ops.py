@@ -427,9 +427,12 @@ def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, posts
     else:
         outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in inputs]
     keep = (tensors, inputs, outputs)
-    handles = _submit_all(
-        [_allreduce_args(n, i, o, op, prescale_factor, postscale_factor, set_id)
-         for n, i, o in zip(names, inputs, outputs)], keep)
+    cins = [_capsule(i) for i in inputs]
+    couts = cins if in_place else [_capsule(o) for o in outputs]
+    # One submission for the group: negotiated and executed all-or-nothing by the runtime.
+    handles = _submit(_k.grouped_async, "allreduce", names, cins, couts,
+                      [_DTYPES[i.dtype] for i in inputs], int(op), float(prescale_factor),
+                      float(postscale_factor), set_id)
     if in_place:
         steps = [_finish_in_place(t, b) for t, b in zip(tensors, inputs)]
         finish = lambda: tuple(step() for step in steps)  # noqa: E731
@@ -441,8 +444,9 @@ def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, posts
 def grouped_allreduce_async(tensors, average=None, name=None, op=None,
                             prescale_factor=1.0, postscale_factor=1.0,
                             process_set=global_process_set):
-    """Starts reducing each tensor of ``tensors`` over all ranks into new tensors. Submitted as
-    one operation per tensor, named ``<name>.0``, ``<name>.1``, ... Arguments as
+    """Starts reducing each tensor of ``tensors`` over all ranks into new tensors, as one group
+    (tensors named ``<name>.0``, ``<name>.1``, ...): negotiated and executed all-or-nothing, so
+    if one tensor fails on any rank (a mismatch, a refusal) every one fails. Arguments as
     allreduce_async. synchronize() returns a tuple of tensors."""
     op = _resolve_op(op, average)
     return _grouped_allreduce_async(tensors, False, op, name, prescale_factor,
@@ -592,16 +596,16 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    """Starts an allgather of each tensor of ``tensors`` (one operation per tensor, named
-    ``<name>.0``, ...). synchronize() returns a tuple of tensors."""
+    """Starts an allgather of each tensor of ``tensors`` as one all-or-nothing group (tensors
+    named ``<name>.0``, ...). synchronize() returns a tuple of tensors."""
     set_id = _process_set_id(process_set, "grouped_allgather")
     tensors = _as_tensor_list(tensors, "grouped_allgather")
     handle, names = _grouped_names("allgather", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
         _check_tensor(t, "grouped_allgather '%s'" % n)
     inputs = [_contiguous(t) for t in tensors]
-    handles = _submit_all([(_k.allgather_async, (n, _capsule(i), _DTYPES[i.dtype], set_id))
-                           for n, i in zip(names, inputs)], inputs)
+    handles = _submit(_k.grouped_async, "allgather", names, [_capsule(i) for i in inputs], [],
+                      [_DTYPES[i.dtype] for i in inputs], 0, 1.0, 1.0, set_id)
     steps = [_allgather_result(h, i.dtype) for h, i in zip(handles, inputs)]
     return _register(handle, handles, inputs, lambda: tuple(step() for step in steps))
 
