@@ -192,6 +192,24 @@ NegotiationStats Runtime::negotiation_stats() const {
   return stats_;
 }
 
+Status Runtime::Refuse(OpType op, const std::string& name, const std::string& reason) {
+  const bool reserved =
+      name.rfind(kBarrierPrefix, 0) == 0 || name.rfind(kJoinPrefix, 0) == 0;
+  if (name.empty() || reserved || op == OpType::kBarrier || op == OpType::kJoin) {
+    return InvalidArgumentError("refuse: a named allreduce, allgather, broadcast, reducescatter "
+                                "or alltoall is needed, not " + std::string(OpTypeName(op)) +
+                                " '" + name + "'");
+  }
+  Request r;
+  r.rank = layout_.rank;
+  r.op = op;
+  r.name = name;
+  r.refused = reason.empty() ? std::string("refused by the caller") : reason;
+  queue_.AddRefused(std::move(r));
+  Wake();
+  return Status::OK();
+}
+
 StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
     const std::vector<Submission>& group) {
   if (group.empty()) return InvalidArgumentError("grouped operation: no tensors");

@@ -68,6 +68,10 @@ class Runtime {
   // rank (a mismatch, a refusal) every member fails on every rank. A member refused here
   // refuses the whole group (announced to the peers like a refused Enqueue).
   StatusOr<std::vector<std::shared_ptr<Handle>>> EnqueueGroup(const std::vector<Submission>& group);
+  // Announces that this rank refused operation `op` on `name` before submitting it (a binding
+  // that checks its framework's tensors itself): the coordinator fails the name on every rank
+  // that submitted it, with "rank r refused it: <reason>", so none waits for this rank.
+  Status Refuse(OpType op, const std::string& name, const std::string& reason);
   // Blocks until every rank has entered Barrier() or joined: a negotiated operation under the reserved
   // name "__kolo_barrier.<n>" (n counts this rank's barriers), so it is ordered with the
   // others. One thread per rank at a time.

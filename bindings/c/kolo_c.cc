@@ -326,6 +326,31 @@ kolo_status_t kolo_grouped_reducescatter_async_on(int process_set, int count,
                      });
 }
 
+kolo_status_t kolo_refuse_on(int process_set, const char* op, const char* name,
+                             const char* reason) {
+  g_last_error.clear();
+  const std::string op_name = op ? op : "";
+  kolo::OpType type;
+  if (op_name == "allreduce") {
+    type = kolo::OpType::kAllreduce;
+  } else if (op_name == "allgather") {
+    type = kolo::OpType::kAllgather;
+  } else if (op_name == "broadcast") {
+    type = kolo::OpType::kBroadcast;
+  } else if (op_name == "reducescatter") {
+    type = kolo::OpType::kReducescatter;
+  } else if (op_name == "alltoall") {
+    type = kolo::OpType::kAlltoall;
+  } else {
+    return Fail(kolo::InvalidArgumentError("refuse: unknown operation '" + op_name + "'"));
+  }
+  kolo::Status why;
+  auto runtime = kolo::capi::ProcessSetRuntime(process_set, "refuse", &why);
+  if (!runtime) return Fail(why);
+  kolo::Status s = runtime->Refuse(type, name ? name : "", reason ? reason : "");
+  return s.ok() ? KOLO_SUCCESS : Fail(s);
+}
+
 kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
                                    kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                    kolo_reduce_op_t op, double prescale_factor,

@@ -392,6 +392,13 @@ PYBIND11_MODULE(_kolo, m) {
   m.def("allreduce_async", &AllreduceAsync, py::arg("name"), py::arg("input"), py::arg("output"),
         py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
         py::arg("process_set") = 0);
+  m.def(
+      "refuse",
+      [](int process_set, const std::string& op, const std::string& name,
+         const std::string& reason) {
+        Check(kolo_refuse_on(process_set, op.c_str(), name.c_str(), reason.c_str()));
+      },
+      py::arg("process_set"), py::arg("op"), py::arg("name"), py::arg("reason"));
   m.def("grouped_async", &GroupedAsync, py::arg("op_name"), py::arg("names"), py::arg("inputs"),
         py::arg("outputs"), py::arg("dtypes"), py::arg("op") = 0, py::arg("prescale") = 1.0,
         py::arg("postscale") = 1.0, py::arg("process_set") = 0);

@@ -212,3 +212,24 @@ def test_synchronize_after_shutdown_raises():
         hvd.init()
     assert_matches(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="after-reinit"),
                    torch.full((2,), float(hvd.size())))
+
+
+def test_a_tensor_refused_by_kolo_torch_on_one_rank_fails_on_the_others():
+    # The last rank hands over a tensor kolo.torch refuses before it reaches the runtime (an
+    # unsupported dtype): the refusal is announced, so the others fail instead of waiting.
+    last = hvd.size() - 1
+    if hvd.rank() == last:
+        with pytest.raises(ValueError) as info:
+            hvd.allreduce(torch.zeros(3, dtype=torch.complex64), name="refused.single")
+        assert "not supported" in str(info.value)
+        with pytest.raises(ValueError):
+            hvd.grouped_allreduce([torch.zeros(2), torch.zeros(2, dtype=torch.complex64)],
+                                  name="refused.group")
+    else:
+        with pytest.raises(hvd.HorovodInternalError) as info:
+            hvd.allreduce(torch.zeros(3), name="refused.single")
+        assert "rank %d refused it" % last in str(info.value), str(info.value)
+        with pytest.raises(hvd.HorovodInternalError) as info:
+            hvd.grouped_allreduce([torch.zeros(2), torch.zeros(2)], name="refused.group")
+        assert "rank %d refused it" % last in str(info.value), str(info.value)
+    hvd.barrier()

@@ -300,6 +300,16 @@ KOLO_API kolo_status_t kolo_alltoall_async_on(int process_set_id, const char* na
                                               kolo_handle_t* handle);
 KOLO_API kolo_status_t kolo_barrier_on(int process_set_id);
 
+/* For bindings that check their framework's tensors before submitting: announces that this rank
+ * will not submit `op` ("allreduce", "allgather", "broadcast", "reducescatter" or "alltoall")
+ * named `name` on the set, because of `reason`. The other ranks' submissions of that name fail
+ * with KOLO_ERR_INVALID_ARGUMENT "<op> '<name>': rank r refused it: <reason>" instead of
+ * waiting for this rank. For a refused member of a group, announce every member.
+ * Errors: KOLO_ERR_INVALID_ARGUMENT (unknown op, empty or reserved name, unknown set or not a
+ * member), KOLO_ERR_FAILED_PRECONDITION (not initialised). */
+KOLO_API kolo_status_t kolo_refuse_on(int process_set_id, const char* op, const char* name,
+                                      const char* reason);
+
 /* ---- grouped operations -------------------------------------------------------------------- */
 
 /* `count` tensors submitted as one group on process set `process_set_id` (0 = every rank): each

@@ -199,7 +199,24 @@ def synchronize(handle):
 # ---- tensors --------------------------------------------------------------------------------
 
 
-def _check_tensor(tensor, what):
+def _check_tensor(tensor, what, set_id=None, names=None):
+    """Refuses tensors kolo cannot take. With ``set_id``, a refusal is announced to the other
+    ranks (kolo_refuse_on), so their submissions of the same name (``names``: every member of a
+    group) fail with this reason instead of waiting for this rank."""
+    try:
+        _check_tensor_locally(tensor, what)
+    except (TypeError, UnsupportedTensorError) as e:
+        if set_id is not None:
+            op = what.split(" ", 1)[0].replace("grouped_", "")
+            for n in names if names is not None else [what.split("'", 2)[1]]:
+                try:
+                    _k.refuse(set_id, op, n, str(e))
+                except _k.KoloError:
+                    pass  # not initialised, or not a member: nobody waits for this rank
+        raise
+
+
+def _check_tensor_locally(tensor, what):
     if not isinstance(tensor, torch.Tensor):
         raise TypeError("kolo %s: expected a torch.Tensor, got %s"
                         % (what, type(tensor).__name__))
@@ -310,7 +327,7 @@ def allreduce_async(tensor, average=None, name=None, op=None,
     op = _resolve_op(op, average)
     set_id = _process_set_id(process_set, "allreduce")
     handle, full_name = _new_handle("allreduce", name, set_id)
-    _check_tensor(tensor, "allreduce '%s'" % full_name)
+    _check_tensor(tensor, "allreduce '%s'" % full_name, set_id)
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
     fn, args = _allreduce_args(full_name, inp, out, op, prescale_factor, postscale_factor,
@@ -330,7 +347,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None,
     op = _resolve_op(op, average)
     set_id = _process_set_id(process_set, "allreduce")
     handle, full_name = _new_handle("allreduce", name, set_id)
-    _check_tensor(tensor, "allreduce '%s'" % full_name)
+    _check_tensor(tensor, "allreduce '%s'" % full_name, set_id)
     buf = _contiguous(tensor)
     fn, args = _allreduce_args(full_name, buf, buf, op, prescale_factor, postscale_factor, set_id)
     h = _submit(fn, *args)
@@ -418,7 +435,7 @@ def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, posts
     tensors = _as_tensor_list(tensors, "grouped_allreduce")
     handle, names = _grouped_names("allreduce", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
-        _check_tensor(t, "grouped_allreduce '%s'" % n)
+        _check_tensor(t, "grouped_allreduce '%s'" % n, set_id, names)
     if in_place:
         _check_disjoint(tensors, "grouped_allreduce_")
     inputs = [_contiguous(t) for t in tensors]
@@ -555,7 +572,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     """
     set_id = _process_set_id(process_set, "allgather")
     handle, full_name = _new_handle("allgather", name, set_id)
-    _check_tensor(tensor, "allgather '%s'" % full_name)
+    _check_tensor(tensor, "allgather '%s'" % full_name, set_id)
     inp = _contiguous(tensor)
     h = _submit(_k.allgather_async, full_name, _capsule(inp), _DTYPES[inp.dtype], set_id)
     return _register(handle, [h], (inp,), _allgather_result(h, inp.dtype))
@@ -602,7 +619,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     tensors = _as_tensor_list(tensors, "grouped_allgather")
     handle, names = _grouped_names("allgather", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
-        _check_tensor(t, "grouped_allgather '%s'" % n)
+        _check_tensor(t, "grouped_allgather '%s'" % n, set_id, names)
     inputs = [_contiguous(t) for t in tensors]
     handles = _submit(_k.grouped_async, "allgather", names, [_capsule(i) for i in inputs], [],
                       [_DTYPES[i.dtype] for i in inputs], 0, 1.0, 1.0, set_id)
@@ -676,7 +693,7 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
     """
     set_id = _process_set_id(process_set, "broadcast")
     handle, full_name = _new_handle("broadcast", name, set_id)
-    _check_tensor(tensor, "broadcast '%s'" % full_name)
+    _check_tensor(tensor, "broadcast '%s'" % full_name, set_id)
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
     h = _submit_broadcast(full_name, inp, out, root_rank, process_set, set_id)
@@ -691,7 +708,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
     """
     set_id = _process_set_id(process_set, "broadcast")
     handle, full_name = _new_handle("broadcast", name, set_id)
-    _check_tensor(tensor, "broadcast '%s'" % full_name)
+    _check_tensor(tensor, "broadcast '%s'" % full_name, set_id)
     buf = _contiguous(tensor)
     h = _submit_broadcast(full_name, buf, buf, root_rank, process_set, set_id)
     return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))
