@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The measurements recorded in docs/benchmarks.md, in one run: the nccl-tests-style sweep and the
 # model replays at 2 and 4 ranks, MPI both without and with the malloc settings of
-# MACHINE-NOTES.md 2, fusion on/off, and Horovod's fixed cycle (KOLO_WAKE_ON_SUBMIT=0).
+# MACHINE-NOTES.md 2, fusion on/off, Horovod's fixed cycle (KOLO_WAKE_ON_SUBMIT=0), the
+# negotiation's cost with and without the response cache, and autotune against a fixed sweep.
 # Every kolo-bench run interleaves its paths and keeps rows + JSON under OUT.
 #
 # Usage: scripts/benchmarks.sh [OUT]   (default OUT: /tmp/kolo-benchmarks-<date>)
@@ -39,5 +40,17 @@ for np in 2 4; do
     run "model-${model}-np${np}-nofusion" "${np}" KOLO_FUSION_THRESHOLD=0 -- --model "${model}" \
       "${iters[@]}" --paths kolo
   done
+done
+# Negotiation cost per cycle, response cache on and off (one run does both).
+for np in 2 4; do
+  run "negotiation-np${np}" "${np}" -- --negotiation -n 1000 -w 50
+done
+# Autotune against a fixed sweep of the fusion threshold, ResNet-50 at 2 ranks.
+run "autotune-resnet50-np2" 2 KOLO_AUTOTUNE=1 "KOLO_AUTOTUNE_LOG=${out}/autotune.csv" -- \
+  --model resnet50 -n 500 -w 5 --paths kolo
+cat "${out}/autotune.csv"
+for t in 0 1M 4M 16M 64M 128M; do
+  run "fixed-threshold-${t}-resnet50-np2" 2 "KOLO_FUSION_THRESHOLD=${t}" -- \
+    --model resnet50 -n 60 -w 5 --paths kolo
 done
 kolo_log "results in ${out}"
