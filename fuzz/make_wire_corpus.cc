@@ -1,6 +1,7 @@
 // Writes the seed corpus of kolo-wire-fuzz: valid RequestLists and ResponseLists, encoded by
-// runtime/wire, one file each, covering every op, response type and optional field. The files
-// in fuzz/corpus/wire/ were made by it:
+// runtime/wire, one file each, covering every op, response type and optional field (a field
+// added to messages.fbs belongs in a seed here too). The files in fuzz/corpus/wire/ were made
+// by it:
 //   kolo-wire-corpus fuzz/corpus/wire          write the seeds
 //   kolo-wire-corpus --check fuzz/corpus/wire  fail unless every seed decodes (the script runs
 //                                              this, so a change of the wire format that makes the
@@ -47,6 +48,13 @@ std::vector<std::pair<std::string, std::string>> Seeds() {
   allreduce.requests = {a, b};
   seeds.emplace_back("request_allreduce", EncodeRequestList(allreduce));
 
+  RequestList grouped = allreduce;  // kolo_grouped_allreduce: both members carry the group
+  for (Request& member : grouped.requests) {
+    member.group = "grad/fc1.weight";
+    member.group_size = 2;
+  }
+  seeds.emplace_back("request_grouped", EncodeRequestList(grouped));
+
   RequestList every_op;
   every_op.requests.push_back(MakeRequest(2, OpType::kAllgather, "ag", DataType::kInt64, {3, 5}));
   Request bcast = MakeRequest(2, OpType::kBroadcast, "params/w", DataType::kBFloat16, {7});
@@ -80,6 +88,11 @@ std::vector<std::pair<std::string, std::string>> Seeds() {
   f.device = 0;
   fused.responses = {f};
   seeds.emplace_back("response_allreduce_fused", EncodeResponseList(fused));
+
+  ResponseList tuned = fused;  // autotune: every rank switches settings in this cycle
+  tuned.tuned_fusion_threshold_bytes = 64 << 20;
+  tuned.tuned_cycle_time_ms = 2.5;
+  seeds.emplace_back("response_autotuned", EncodeResponseList(tuned));
 
   ResponseList mixed;
   Response ag;
