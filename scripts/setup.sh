@@ -9,7 +9,8 @@
 # Usage: scripts/setup.sh [extra cmake configure arguments, e.g. -DKOLO_SANITIZE=address]
 # Environment: KOLO_BUILD_DIR (default build/, relative paths are from the repository root),
 #              KOLO_BUILD_JOBS (default 2), KOLO_BUILD_TYPE (default RelWithDebInfo),
-#              KOLO_SKIP_APT=1 to skip the package step (e.g. on a non-Debian machine).
+#              KOLO_SKIP_APT=1 to skip the package step (e.g. on a non-Debian machine),
+#              KOLO_BUILD_LOCK (a file to flock around the build on a shared machine).
 set -euo pipefail
 
 # shellcheck source=scripts/env.sh
@@ -28,41 +29,6 @@ readonly KOLO_PACKAGES=(
   python3-dev python3-numpy python3-torch python3-sklearn python3-pytest
 )
 
-install_missing_packages() {
-  if [[ "${KOLO_SKIP_APT:-0}" == 1 ]]; then
-    kolo_log "packages: skipped (KOLO_SKIP_APT=1)"
-    return
-  fi
-  if ! command -v dpkg-query >/dev/null 2>&1; then
-    kolo_log "packages: dpkg-query not found (not Debian?); install the equivalents of:"
-    kolo_log "  ${KOLO_PACKAGES[*]}"
-    kolo_log "then re-run with KOLO_SKIP_APT=1"
-    exit 1
-  fi
-  local missing=() pkg
-  for pkg in "${KOLO_PACKAGES[@]}"; do
-    if [[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "${pkg}" 2>/dev/null || true)" != ii* ]]; then
-      missing+=("${pkg}")
-    fi
-  done
-  if ((${#missing[@]} == 0)); then
-    kolo_log "packages: all ${#KOLO_PACKAGES[@]} installed"
-    return
-  fi
-  kolo_log "packages: installing ${missing[*]}"
-  local sudo=()
-  if [[ "$(id -u)" != 0 ]]; then
-    if ! command -v sudo >/dev/null 2>&1; then
-      kolo_log "not root and no sudo: install these packages first: ${missing[*]}"
-      exit 1
-    fi
-    sudo=(sudo)
-  fi
-  kolo_run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-  kolo_run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y --no-install-recommends "${missing[@]}"
-}
-
 configure_and_build() {
   local preflags
   preflags="$(IFS=';'; echo "${KOLO_MPIRUN_FLAGS[*]}")"
@@ -72,10 +38,10 @@ configure_and_build() {
     -DMPIEXEC_PREFLAGS="${preflags}" \
     "$@"
   kolo_log "build: -j${KOLO_BUILD_JOBS}"
-  kolo_run cmake --build "${KOLO_BUILD_DIR}" -j "${KOLO_BUILD_JOBS}"
+  kolo_build "${KOLO_BUILD_DIR}"
 }
 
 start=${SECONDS}
-install_missing_packages
+kolo_install_packages "${KOLO_PACKAGES[@]}"
 configure_and_build "$@"
 kolo_log "set-up done in $((SECONDS - start)) s (build: ${KOLO_BUILD_DIR})"

@@ -22,6 +22,15 @@ std::vector<int64_t> Longs(const fb::Vector<int64_t>* v) {
   return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>();
 }
 
+// The FlatBuffers verifier checks that a vector's length is aligned, not that its elements are
+// (google/flatbuffers#8397), and reading a misaligned int64_t is undefined behaviour. The builder
+// aligns every non-empty vector (an empty one may not be, and nothing is read from it), so a
+// misaligned non-empty vector makes the message malformed. Found by fuzz/wire_fuzz.cc.
+bool Aligned(const fb::Vector<int64_t>* v) {
+  return v == nullptr || v->size() == 0 ||
+         reinterpret_cast<uintptr_t>(v->Data()) % alignof(int64_t) == 0;
+}
+
 }  // namespace
 
 std::string EncodeRequestList(const RequestList& list) {
@@ -58,6 +67,9 @@ StatusOr<RequestList> DecodeRequestList(const std::string& bytes) {
   if (root->requests()) {
     for (const wire::Request* r : *root->requests()) {
       KOLO_RETURN_IF_ERROR(CheckEnums(r->op(), kMaxOpType, r->dtype(), r->reduce_op(), "Request"));
+      if (!Aligned(r->shape()) || !Aligned(r->splits())) {
+        return DataLossError("malformed Request: misaligned vector");
+      }
       Request q;
       q.rank = r->rank();
       q.op = static_cast<OpType>(r->op());
@@ -121,6 +133,9 @@ StatusOr<ResponseList> DecodeResponseList(const std::string& bytes) {
       KOLO_RETURN_IF_ERROR(CheckEnums(r->type(), kMaxResponseType, r->dtype(), r->reduce_op(), "Response"));
       if (r->error_code() < 0 || r->error_code() > 16) {
         return DataLossError("malformed Response: error code out of range");
+      }
+      if (!Aligned(r->counts()) || !Aligned(r->first_dims()) || !Aligned(r->splits())) {
+        return DataLossError("malformed Response: misaligned vector");
       }
       Response p;
       p.type = static_cast<ResponseType>(r->type());

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "runtime/wire/messages_generated.h"
 #include "runtime/wire/wire.h"
 
 namespace kolo {
@@ -107,6 +108,27 @@ TEST(Wire, OutOfRangeEnumIsRejected) {
   r.dtype = static_cast<DataType>(42);
   in.requests = {r};
   EXPECT_EQ(DecodeRequestList(EncodeRequestList(in)).status().code(), StatusCode::kDataLoss);
+}
+
+// The FlatBuffers verifier passes a [long] whose elements are only 4-byte aligned
+// (google/flatbuffers#8397); reading it would be a misaligned load. Found by kolo-wire-fuzz.
+TEST(Wire, MisalignedVectorIsRejected) {
+  namespace fb = ::flatbuffers;
+  fb::FlatBufferBuilder b;
+  auto name = b.CreateString("n");
+  // One int64 written as two uint32 words, which the builder aligns to 4 bytes only; a pad word
+  // first puts the elements 4 bytes past an 8-byte boundary (Finish pads the end to 8).
+  if (b.GetSize() % 8 == 0) b.PushElement<uint32_t>(0);
+  b.StartVector(2, sizeof(uint32_t));
+  b.PushElement<uint32_t>(0);
+  b.PushElement<uint32_t>(7);
+  const fb::Offset<fb::Vector<int64_t>> shape(b.EndVector(1));
+  auto request = wire::CreateRequest(b, /*rank=*/0, /*op=*/0, name, /*dtype=*/0, shape,
+                                     /*reduce_op=*/0, /*root=*/0, /*prescale=*/0.5);
+  b.Finish(wire::CreateRequestList(b, b.CreateVector(&request, 1)), "KRQ1");
+  const std::string bytes(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  auto out = DecodeRequestList(bytes);
+  EXPECT_EQ(out.status().code(), StatusCode::kDataLoss) << out.status().ToString();
 }
 
 }  // namespace

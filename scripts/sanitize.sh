@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Sanitizer and fuzz stages of scripts/test.sh; also usable on its own. Each stage configures its
+# own build folder and builds only the targets it runs:
+#   address  build-asan/, gcc, -DKOLO_SANITIZE=address (ASan + UBSan, UB aborts): every unit test
+#            (tests/unit, thread worlds included), then the MPI tests at 2 ranks through ctest
+#            (the C API under mpirun; LeakSanitizer keeps checking kolo, Open MPI's own leaks at
+#            exit are suppressed by scripts/sanitizers/lsan_openmpi.supp)
+#   thread   build-tsan/, gcc, -DKOLO_SANITIZE=thread: the unit tests that run threads (thread
+#            worlds, runtimes, join; all but death tests and the one-thread half-float sweep)
+#   fuzz     build-fuzz/, clang, -DKOLO_FUZZ=ON: checks that the seed corpus fuzz/corpus/wire/
+#            still decodes, then runs kolo-wire-fuzz (the wire-format decoders) for
+#            KOLO_FUZZ_SECONDS; new inputs go to build-fuzz/fuzz-corpus/, crashes to
+#            build-fuzz/fuzz-artifacts/
+# Sanitizer builds are -O1 -g without NDEBUG, so assert()s are checked too. Any sanitizer report
+# fails its stage, and the script exits non-zero at the first failed stage.
+#
+# Usage: scripts/sanitize.sh [address|thread|fuzz]...   (no argument: all three, in that order)
+# Environment: as scripts/env.sh (KOLO_BUILD_JOBS, KOLO_BUILD_LOCK); KOLO_FUZZ_SECONDS (default
+#              30); KOLO_SKIP_APT=1 skips installing clang for the fuzz stage.
+set -Eeuo pipefail
+
+# shellcheck source=scripts/env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "${KOLO_ROOT}"
+
+readonly SAN_DIR="${KOLO_ROOT}/scripts/sanitizers"
+# -O1: sanitizer builds compile faster and report more precisely; no -DNDEBUG: asserts on.
+readonly SAN_BUILD_FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g")
+# libFuzzer comes with clang's runtime; Debian 12's clang is 14.
+readonly FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
+readonly FUZZ_CC=clang-14 FUZZ_CXX=clang++-14
+
+# configure DIR [cmake arguments]: (re)configure a build folder, quietly unless it fails.
+configure() {
+  local dir=$1 preflags log
+  shift
+  preflags="$(IFS=';'; echo "${KOLO_MPIRUN_FLAGS[*]}")"
+  log="$(mktemp)"
+  kolo_log "configure: ${dir} $*"
+  # CUDA off: nvcc does not take the sanitizer flags and the device path cannot run under them.
+  if ! cmake -S "${KOLO_ROOT}" -B "${dir}" "${SAN_BUILD_FLAGS[@]}" \
+      -DMPIEXEC_PREFLAGS="${preflags}" -DKOLO_BUILD_BENCH=OFF \
+      -DKOLO_WITH_CUDA=OFF -DKOLO_WITH_NCCL=OFF "$@" >"${log}" 2>&1; then
+    cat "${log}" >&2
+    rm -f "${log}"
+    return 1
+  fi
+  rm -f "${log}"
+}
+
+stage_address() {
+  local dir="${KOLO_ROOT}/build-asan"
+  configure "${dir}" -DKOLO_SANITIZE=address
+  kolo_build "${dir}" --target kolo_unit_tests kolo_mpi_tests kolo_mismatch_demo
+  kolo_log "address: unit tests"
+  kolo_run env UBSAN_OPTIONS=print_stacktrace=1 "${dir}/tests/kolo_unit_tests" --gtest_brief=1
+  # Open MPI has no frame pointers: the slow unwinder gives full allocation stacks, so the
+  # suppressions see Open MPI's frames in Open MPI's leaks and nothing else is suppressed.
+  # Every mpi.*.np2 test but the one with 2 GiB buffers per rank.
+  kolo_log "address: MPI suites at 2 ranks"
+  kolo_run env ASAN_OPTIONS=fast_unwind_on_malloc=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    LSAN_OPTIONS="suppressions=${SAN_DIR}/lsan_openmpi.supp" \
+    ctest --test-dir "${dir}" --output-on-failure --no-tests=error --timeout 300 \
+    -R '^mpi\.[a-z_]+\.np2$' -E '^mpi\.large_counts\.'
+}
+
+stage_thread() {
+  local dir="${KOLO_ROOT}/build-tsan"
+  configure "${dir}" -DKOLO_SANITIZE=thread
+  kolo_build "${dir}" --target kolo_unit_tests
+  # Death tests fork a threaded process, which TSan does not support; HalfConversion sweeps all
+  # 65536 half floats on one thread (20 s under TSan, nothing to find).
+  kolo_log "thread: unit tests that run threads"
+  kolo_run env TSAN_OPTIONS=second_deadlock_stack=1 "${dir}/tests/kolo_unit_tests" \
+    --gtest_brief=1 --gtest_filter='-*DeathTest.*:*HalfConversion*'
+}
+
+stage_fuzz() {
+  local dir="${KOLO_ROOT}/build-fuzz" seconds="${KOLO_FUZZ_SECONDS:-30}" log
+  kolo_install_packages "${FUZZ_PACKAGES[@]}"
+  configure "${dir}" -DCMAKE_C_COMPILER="${FUZZ_CC}" -DCMAKE_CXX_COMPILER="${FUZZ_CXX}" \
+    -DKOLO_FUZZ=ON -DKOLO_BUILD_TESTS=OFF -DKOLO_WITH_UCX=OFF
+  kolo_build "${dir}" --target kolo-wire-fuzz kolo-wire-corpus
+  kolo_run "${dir}/fuzz/kolo-wire-corpus" --check "${KOLO_ROOT}/fuzz/corpus/wire"
+  mkdir -p "${dir}/fuzz-corpus/wire" "${dir}/fuzz-artifacts"
+  log="${dir}/fuzz-wire.log"
+  kolo_log "fuzz: kolo-wire-fuzz for ${seconds} s (log: ${log})"
+  # The first corpus folder receives new inputs, so the committed seeds stay as they are.
+  if ! kolo_run "${dir}/fuzz/kolo-wire-fuzz" -max_total_time="${seconds}" -max_len=4096 \
+      -timeout=10 -print_final_stats=1 -dict="${KOLO_ROOT}/fuzz/wire.dict" \
+      -artifact_prefix="${dir}/fuzz-artifacts/" \
+      "${dir}/fuzz-corpus/wire" "${KOLO_ROOT}/fuzz/corpus/wire" >"${log}" 2>&1; then
+    tail -n 60 "${log}" >&2
+    kolo_log "fuzz: kolo-wire-fuzz FAILED; the input is in ${dir}/fuzz-artifacts/, replay it with"
+    kolo_log "  ${dir}/fuzz/kolo-wire-fuzz ${dir}/fuzz-artifacts/<file>"
+    return 1
+  fi
+  grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "${log}" >&2 || true
+}
+
+stages=("$@")
+if ((${#stages[@]} == 0)); then
+  stages=(address thread fuzz)
+fi
+for stage in "${stages[@]}"; do
+  case "${stage}" in
+    address | thread | fuzz) ;;
+    *)
+      kolo_log "unknown stage '${stage}': expected address, thread or fuzz"
+      exit 2
+      ;;
+  esac
+done
+for stage in "${stages[@]}"; do
+  start=${SECONDS}
+  kolo_log "=== sanitize ${stage}: start"
+  trap 'kolo_log "=== sanitize ${stage}: FAILED after $((SECONDS - start)) s"' ERR
+  "stage_${stage}"
+  trap - ERR
+  kolo_log "=== sanitize ${stage}: passed in $((SECONDS - start)) s"
+done
