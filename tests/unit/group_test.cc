@@ -106,6 +106,39 @@ TEST_P(GroupController, AStaleMemberSendsTheWholeGroupToTheCoordinator) {
   }
 }
 
+// The cache agrees on a group only with the same group: after a step where every rank grouped
+// [a, b], a rank that submits a and b singly while the others group them again is a group
+// mismatch on every rank, as it is without the cache (GroupedOnOneRankAndNotOnAnotherIsAMismatch);
+// it must not be served as two singles (nor half the group first).
+TEST_P(GroupController, AGroupIsServedFromTheCacheOnlyToTheSameGroup) {
+  const int n = GetParam();
+  if (n < 2) GTEST_SKIP() << "needs a rank that groups differently";
+  std::vector<std::vector<ResponseList>> lists(n);
+  testing::RunOnThreadWorld(n, [&](Communicator& comm) {
+    ControllerOptions options;
+    options.cache_capacity = 8;
+    Controller controller(comm, options);
+    const int r = comm.Rank();
+    for (int step = 0; step < 2; ++step) {
+      RequestList mine = step == 1 && r == n - 1
+                             ? List({Member("a", "", 0), Member("b", "", 0)})
+                             : List({Member("a", "a", 2), Member("b", "a", 2)});
+      for (Request& q : mine.requests) q.rank = r;
+      auto result = controller.Negotiate(mine);
+      ASSERT_TRUE(result.ok()) << result.status().ToString();
+      lists[r].push_back(*result);
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    const ResponseList& l = lists[r][1];
+    EXPECT_EQ(Names(l.responses), (std::vector<std::string>{"a", "b"})) << "rank " << r;
+    for (const Response& resp : l.responses) {
+      EXPECT_EQ(resp.type, ResponseType::kError) << "rank " << r << " '" << resp.names[0] << "'";
+      EXPECT_NE(resp.error.find("group mismatch"), std::string::npos) << resp.error;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, GroupController, ::testing::Values(1, 2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
