@@ -186,5 +186,44 @@ TEST(GroupRuntime, ALocallyRefusedMemberFailsTheGroupEverywhere) {
   });
 }
 
+
+// A group refused on every rank for a member without a name: nothing waits for it, and the
+// coordinator keeps nothing of it, so the next group under the same first name (the next step)
+// completes with the right sums instead of meeting the refused members' leftovers.
+TEST(GroupRuntime, AGroupWithAnUnnamedMemberLeavesNothingBehind) {
+  const int n = 2;
+  testing::RunRuntimes(n, testing::FastConfig(), [&](Runtime& rt) {
+    const int r = rt.layout().rank;
+    std::vector<float> a(4, 1.0f + r), b(4, 2.0f), c(4, 3.0f), out_a(4), out_b(4), out_c(4);
+    auto make = [&](const std::string& second) {
+      std::vector<Submission> g(3);
+      const std::string names[3] = {"ua", second, "uc"};
+      float* ins[3] = {a.data(), b.data(), c.data()};
+      float* outs[3] = {out_a.data(), out_b.data(), out_c.data()};
+      for (int i = 0; i < 3; ++i) {
+        g[i].name = names[i];
+        g[i].input = ins[i];
+        g[i].output = outs[i];
+        g[i].shape = {4};
+      }
+      return g;
+    };
+    auto refused = rt.EnqueueGroup(make(""));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("empty name"), std::string::npos)
+        << refused.status().message();
+    ASSERT_TRUE(rt.Barrier().ok());
+    auto good = rt.EnqueueGroup(make("ub"));
+    ASSERT_TRUE(good.ok()) << good.status().ToString();
+    for (int i = 0; i < 3; ++i) {
+      Status s = testing::WaitFor(*(*good)[i], std::chrono::seconds(5));
+      EXPECT_TRUE(s.ok()) << "member " << i << ": " << s.ToString();
+    }
+    EXPECT_EQ(out_a[0], 1.0f + 2.0f);
+    EXPECT_EQ(out_b[3], 2.0f * n);
+    EXPECT_EQ(out_c[0], 3.0f * n);
+  });
+}
+
 }  // namespace
 }  // namespace kolo
