@@ -187,6 +187,20 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   return handle;
 }
 
+void Runtime::Refuse(OpType op, const std::string& name, const std::string& why) {
+  if (name.empty() || op == OpType::kJoin) return;
+  Request r;
+  r.rank = layout_.rank;
+  r.op = op;
+  r.name = name;
+  {
+    std::lock_guard<std::mutex> join_lock(join_mu_);
+    r.refused = join_name_.empty() ? why : kRefusedJoined;
+    queue_.AddRefused(std::move(r));
+  }
+  Wake();
+}
+
 NegotiationStats Runtime::negotiation_stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_;
