@@ -130,9 +130,13 @@ Status AgreeOnStart(MpiCommunicator& control, const Status& local, const Config&
                                    " could not start kolo (see its error); no rank starts");
   }
   // Knobs that shape what crosses the wire: a rank with another value would corrupt results
-  // (chunk pieces) or misread the negotiation (cache slots).
+  // (chunk pieces; fusion, which every rank plans on its own from the same Responses, so a
+  // rank with another threshold or direct size makes other calls) or misread the negotiation
+  // (cache slots).
   const std::pair<const char*, int64_t> shared[] = {
       {"KOLO_FUSION_CHUNK_BYTES", config.fusion_chunk_bytes},
+      {"KOLO_FUSION_THRESHOLD", config.fusion_threshold_bytes},
+      {"KOLO_FUSION_DIRECT_BYTES", config.fusion_direct_bytes},
       {"KOLO_CACHE_CAPACITY", config.cache_capacity},
   };
   for (const auto& [knob, value] : shared) {

@@ -34,8 +34,10 @@ StatusOr<MpiWorld> AttachProcessSet(MpiCommunicator& admin, const std::vector<in
 // kolo_init is collective, so it succeeds or fails on every rank together: a rank whose own
 // start failed (`local`, e.g. a malformed KOLO_* variable) fails with that error, every other
 // rank with one naming it. Settings that shape the collectives themselves
-// (KOLO_FUSION_CHUNK_BYTES: the size of each library call) must agree, or every rank fails
-// naming the ranks and values; a mismatch would otherwise corrupt results.
+// (KOLO_FUSION_CHUNK_BYTES: the size of each library call; KOLO_FUSION_THRESHOLD and
+// KOLO_FUSION_DIRECT_BYTES: which tensors each rank fuses into one call; KOLO_CACHE_CAPACITY)
+// must agree, or every rank fails naming the ranks and values; a mismatch would otherwise
+// corrupt results or hang.
 Status AgreeOnStart(MpiCommunicator& control, const Status& local, const Config& config);
 
 // Runs `hook` at the start of MPI_Finalize (an MPI_COMM_SELF attribute deleter), so a program

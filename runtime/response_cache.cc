@@ -26,7 +26,8 @@ bool ResponseCache::Cacheable(const Request& r) {
 bool SameParameters(const Request& a, const Request& b) {
   return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape &&
          a.reduce_op == b.reduce_op && a.root == b.root && a.prescale == b.prescale &&
-         a.postscale == b.postscale && a.splits == b.splits && a.device == b.device;
+         a.postscale == b.postscale && a.splits == b.splits && a.device == b.device &&
+         a.group == b.group && a.group_size == b.group_size;
 }
 
 ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) const {

@@ -72,7 +72,8 @@ class ResponseCache {
 };
 
 // True when `a` and `b` ask for the same operation with the same parameters (all that goes into
-// a Response, including this rank's shape and splits).
+// a Response, including this rank's shape and splits), in the same group: the coordinator
+// refuses a name grouped on one rank and not on another, so a hit must not pass it.
 bool SameParameters(const Request& a, const Request& b);
 
 }  // namespace kolo

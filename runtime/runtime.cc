@@ -187,6 +187,20 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   return handle;
 }
 
+void Runtime::Refuse(OpType op, const std::string& name, const std::string& why) {
+  if (name.empty() || op == OpType::kJoin) return;
+  Request r;
+  r.rank = layout_.rank;
+  r.op = op;
+  r.name = name;
+  {
+    std::lock_guard<std::mutex> join_lock(join_mu_);
+    r.refused = join_name_.empty() ? why : kRefusedJoined;
+    queue_.AddRefused(std::move(r));
+  }
+  Wake();
+}
+
 NegotiationStats Runtime::negotiation_stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_;
@@ -254,11 +268,17 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
                                   "has joined");
   }
   if (!bad.ok()) {
-    // Every member fails on the peers too, so none of them waits for this rank.
+    // Every member fails on the peers too, so none of them waits for this rank. The refusals
+    // go out ungrouped: a member without a name cannot be announced, and the coordinator would
+    // hold the others for it forever (then hand them to the next group of the same key). A
+    // refusal fails its name whatever the peers' group says, and a peer's group of which one
+    // member was refused fails whole.
     const std::string bad_name = group[bad_index].name;
     for (size_t i = 0; i < entries.size(); ++i) {
       Request& r = entries[i].request;
       if (r.name.empty()) continue;
+      r.group.clear();
+      r.group_size = 0;
       if (joined) {
         r.refused = kRefusedJoined;
       } else if (i == bad_index) {

@@ -63,6 +63,10 @@ class Runtime {
   // announced to the coordinator, which fails that name on every other rank ("rank r refused
   // it: ..."), so no peer waits for it.
   StatusOr<std::shared_ptr<Handle>> Enqueue(const Submission& s);
+  // Announces a submission its caller's layer refused before Enqueue could (the C API's checks
+  // of dtype, reduce op and shape array), as Enqueue announces its own refusals: the peers'
+  // same name fails ("rank r refused it: `why`") instead of waiting. No-op for an empty name.
+  void Refuse(OpType op, const std::string& name, const std::string& why);
   // A group of allreduces, allgathers or reducescatters (one operation for all), negotiated and
   // executed all-or-nothing: queued together or not at all, and when one member fails on any
   // rank (a mismatch, a refusal) every member fails on every rank. A member refused here

@@ -37,6 +37,33 @@ kolo_status_t Fail(const kolo::Status& s) {
   return static_cast<kolo_status_t>(s.code());
 }
 
+// After Fail(): tells set `process_set`'s coordinator that this rank refused `name`, so the
+// peers' same name fails naming this rank instead of waiting for it (Runtime::Refuse). The
+// reason is g_last_error without its "<op> '<name>': " prefix. Returns `code`.
+kolo_status_t Announce(int process_set, kolo::OpType op, const char* name, kolo_status_t code) {
+  if (!name || !*name) return code;
+  kolo::Status unused;
+  auto runtime = kolo::capi::ProcessSetRuntime(process_set, "", &unused);
+  if (!runtime) return code;
+  const std::string quoted = std::string("'") + name + "': ";
+  const size_t at = g_last_error.find(quoted);
+  runtime->Refuse(op, name, at == std::string::npos ? g_last_error
+                                                  : g_last_error.substr(at + quoted.size()));
+  return code;
+}
+
+// Announce() for every named member of a group this layer refused: the peers' group fails.
+kolo_status_t AnnounceGroup(int process_set, kolo::OpType op, int count, const char* const* names,
+                            kolo_status_t code) {
+  const std::string why = g_last_error;
+  for (int i = 0; names && i < count; ++i) {
+    g_last_error = why;
+    Announce(process_set, op, names[i], code);
+  }
+  g_last_error = why;
+  return code;
+}
+
 // `splits` (alltoall): NULL, or one entry per rank, copied once the size is known.
 kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
                      kolo_handle_t* handle, const int64_t* splits = nullptr,
@@ -49,10 +76,11 @@ kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
                                            ": name is NULL or empty"));
   }
   if (ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shape)) {
-    return Fail(kolo::InvalidArgumentError(std::string(kolo::OpTypeName(sub.op)) + " '" +
-                                           sub.name + "': ndim " + std::to_string(ndim) +
-                                           " outside [0, " + std::to_string(KOLO_MAX_DIMS) +
-                                           "] or shape is NULL"));
+    return Announce(process_set, sub.op, sub.name.c_str(),
+                    Fail(kolo::InvalidArgumentError(
+                        std::string(kolo::OpTypeName(sub.op)) + " '" + sub.name + "': ndim " +
+                        std::to_string(ndim) + " outside [0, " + std::to_string(KOLO_MAX_DIMS) +
+                        "] or shape is NULL")));
   }
   sub.shape.assign(shape, shape + ndim);
   kolo::Status why;
@@ -179,8 +207,12 @@ kolo_status_t kolo_allreduce_async_on(int process_set, const char* name, const v
                                       const int64_t* shape, kolo_reduce_op_t op,
                                       double prescale_factor, double postscale_factor,
                                       kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
-  if (kolo_status_t s = CheckReduceOp(op, "allreduce", name)) return s;
+  if (kolo_status_t s = CheckDtype(dtype, name)) {
+    return Announce(process_set, kolo::OpType::kAllreduce, name, s);
+  }
+  if (kolo_status_t s = CheckReduceOp(op, "allreduce", name)) {
+    return Announce(process_set, kolo::OpType::kAllreduce, name, s);
+  }
   kolo::Submission sub = NewSubmission(kolo::OpType::kAllreduce, name, input, dtype);
   sub.output = output;
   sub.reduce_op = static_cast<kolo::ReduceOp>(op);
@@ -192,7 +224,9 @@ kolo_status_t kolo_allreduce_async_on(int process_set, const char* name, const v
 kolo_status_t kolo_allgather_async_on(int process_set, const char* name, const void* input,
                                       kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                       kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  if (kolo_status_t s = CheckDtype(dtype, name)) {
+    return Announce(process_set, kolo::OpType::kAllgather, name, s);
+  }
   kolo::Submission sub = NewSubmission(kolo::OpType::kAllgather, name, input, dtype);
   return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
 }
@@ -201,7 +235,9 @@ kolo_status_t kolo_broadcast_async_on(int process_set, const char* name, const v
                                       void* output, kolo_dtype_t dtype, int ndim,
                                       const int64_t* shape, int root_rank,
                                       kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  if (kolo_status_t s = CheckDtype(dtype, name)) {
+    return Announce(process_set, kolo::OpType::kBroadcast, name, s);
+  }
   kolo::Submission sub = NewSubmission(kolo::OpType::kBroadcast, name, input, dtype);
   sub.output = output;
   sub.root = root_rank;
@@ -212,8 +248,12 @@ kolo_status_t kolo_reducescatter_async_on(int process_set, const char* name, con
                                           kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                           kolo_reduce_op_t op, double prescale_factor,
                                           double postscale_factor, kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
-  if (kolo_status_t s = CheckReduceOp(op, "reducescatter", name)) return s;
+  if (kolo_status_t s = CheckDtype(dtype, name)) {
+    return Announce(process_set, kolo::OpType::kReducescatter, name, s);
+  }
+  if (kolo_status_t s = CheckReduceOp(op, "reducescatter", name)) {
+    return Announce(process_set, kolo::OpType::kReducescatter, name, s);
+  }
   kolo::Submission sub = NewSubmission(kolo::OpType::kReducescatter, name, input, dtype);
   sub.reduce_op = static_cast<kolo::ReduceOp>(op);
   sub.prescale = prescale_factor;
@@ -224,7 +264,9 @@ kolo_status_t kolo_reducescatter_async_on(int process_set, const char* name, con
 kolo_status_t kolo_alltoall_async_on(int process_set, const char* name, const void* input,
                                      kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                      const int64_t* splits, kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) return s;
+  if (kolo_status_t s = CheckDtype(dtype, name)) {
+    return Announce(process_set, kolo::OpType::kAlltoall, name, s);
+  }
   kolo::Submission sub = NewSubmission(kolo::OpType::kAlltoall, name, input, dtype);
   return Submit(std::move(sub), ndim, shape, handle, splits, process_set);
 }
@@ -246,20 +288,24 @@ kolo_status_t SubmitGroup(int process_set, kolo::OpType op, int count, const cha
       (op == kolo::OpType::kAllreduce && !outputs)) {
     return Fail(kolo::InvalidArgumentError(what + ": count < 1 or an array is NULL"));
   }
+  // A member refused here refuses the group, announced for every named member (as
+  // Runtime::EnqueueGroup does), so the peers' group fails instead of waiting.
+  auto refuse_all = [&](kolo_status_t code) {
+    return AnnounceGroup(process_set, op, count, names, code);
+  };
   std::vector<kolo::Submission> group;
+  for (int i = 0; i < count; ++i) handles[i] = nullptr;
   for (int i = 0; i < count; ++i) {
-    handles[i] = nullptr;
     const char* name = names[i] ? names[i] : "";
-    if (kolo_status_t s = CheckDtype(dtypes[i], name)) return s;
+    if (kolo_status_t s = CheckDtype(dtypes[i], name)) return refuse_all(s);
     kolo::Submission sub = NewSubmission(op, name, inputs[i], dtypes[i]);
     if (outputs) sub.output = outputs[i];
     const int ndim = ndims[i];
     if (sub.name.empty() || ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shapes[i])) {
-      return Fail(kolo::InvalidArgumentError(what + ": tensor " + std::to_string(i) + " ('" +
-                                             sub.name + "'): empty name, ndim " +
-                                             std::to_string(ndim) + " outside [0, " +
-                                             std::to_string(KOLO_MAX_DIMS) +
-                                             "] or shape is NULL"));
+      return refuse_all(Fail(kolo::InvalidArgumentError(
+          what + ": tensor " + std::to_string(i) + " ('" + sub.name + "'): empty name, ndim " +
+          std::to_string(ndim) + " outside [0, " + std::to_string(KOLO_MAX_DIMS) +
+          "] or shape is NULL")));
     }
     sub.shape.assign(shapes[i], shapes[i] + ndim);
     fill(sub);
@@ -286,7 +332,7 @@ kolo_status_t kolo_grouped_allreduce_async_on(int process_set, int count,
                                               double prescale_factor, double postscale_factor,
                                               kolo_handle_t* handles) {
   if (kolo_status_t s = CheckReduceOp(op, "grouped allreduce", names && count > 0 ? names[0] : "")) {
-    return s;
+    return AnnounceGroup(process_set, kolo::OpType::kAllreduce, count, names, s);
   }
   return SubmitGroup(process_set, kolo::OpType::kAllreduce, count, names, inputs, outputs, dtypes,
                      ndims, shapes, handles, [&](kolo::Submission& s) {
@@ -316,7 +362,7 @@ kolo_status_t kolo_grouped_reducescatter_async_on(int process_set, int count,
                                                   kolo_handle_t* handles) {
   if (kolo_status_t s =
           CheckReduceOp(op, "grouped reducescatter", names && count > 0 ? names[0] : "")) {
-    return s;
+    return AnnounceGroup(process_set, kolo::OpType::kReducescatter, count, names, s);
   }
   return SubmitGroup(process_set, kolo::OpType::kReducescatter, count, names, inputs, nullptr,
                      dtypes, ndims, shapes, handles, [&](kolo::Submission& s) {

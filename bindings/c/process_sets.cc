@@ -176,7 +176,13 @@ StatusOr<int> AddProcessSet(const std::vector<int>& requested) {
   ProcessSet set;
   set.ranks = ranks;
   if (world->control) {
-    set.runtime = std::make_shared<Runtime>(g_config, world->layout, std::move(world->control),
+    // The timeline and the autotune log are one file each, the global runtime's (its rank 0
+    // writes them): a set's first member opening them again would truncate them under that
+    // writer, possibly from another process. A set still tunes itself, without a log.
+    Config config = g_config;
+    config.timeline_path.clear();
+    config.autotune_log.clear();
+    set.runtime = std::make_shared<Runtime>(config, world->layout, std::move(world->control),
                                             std::move(world->data));
     Status started = set.runtime->Start();
     if (!started.ok()) return started.AddContext("add_process_set " + List(ranks));

@@ -233,5 +233,48 @@ TEST_F(LifecycleTest, MalformedEnvironmentIsInvalidArgument) {
   ExpectAllreduceWorks("after-good-env");
 }
 
+
+// Knobs that decide what every rank executes must agree: the fusion threshold and the direct
+// size decide how each rank fuses the same Responses (rank 0 fusing two tensors into one call
+// while rank 1 makes two gives wrong sums or a hang), the cache capacity the width of the
+// negotiation's bit vectors. A rank with another value fails kolo_init on every rank with
+// INVALID_ARGUMENT naming the knob, never a corrupted run.
+TEST_F(LifecycleTest, KnobsThatShapeExecutionMustAgreeAcrossRanks) {
+  const struct {
+    const char* knob;
+    const char* on_rank0;
+    const char* elsewhere;
+  } cases[] = {
+      {"KOLO_FUSION_THRESHOLD", "0", "134217728"},
+      {"KOLO_FUSION_DIRECT_BYTES", "1024", "65536"},
+      {"KOLO_CACHE_CAPACITY", "0", "16"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.knob);
+    WorldBarrier();
+    ASSERT_EQ(kolo_shutdown(), KOLO_SUCCESS);
+    const char* old = std::getenv(c.knob);
+    const std::string saved = old ? old : "";
+    setenv(c.knob, WorldRank() == 0 ? c.on_rank0 : c.elsewhere, 1);
+    WorldBarrier();
+    const kolo_status_t s = kolo_init();
+    const std::string message = LastError();
+    if (old) {
+      setenv(c.knob, saved.c_str(), 1);
+    } else {
+      unsetenv(c.knob);
+    }
+    EXPECT_EQ(s, KOLO_ERR_INVALID_ARGUMENT) << message;
+    EXPECT_NE(message.find(std::string(c.knob) + " must be the same on every rank"),
+              std::string::npos)
+        << message;
+    WorldBarrier();
+    if (kolo_is_initialized()) kolo_shutdown();  // the mismatch was accepted after all
+    WorldBarrier();
+    ASSERT_EQ(kolo_init(), KOLO_SUCCESS) << LastError();
+    ExpectAllreduceWorks(std::string("after-") + c.knob);
+  }
+}
+
 }  // namespace
 }  // namespace kolo_test

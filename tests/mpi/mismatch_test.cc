@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <regex>
 #include <string>
@@ -325,6 +326,83 @@ TEST(MismatchTest, MismatchesAmongValidOps) {
                                                       size, DataKind::kWide, 100 + k),
                                          KOLO_OP_SUM));
   }
+}
+
+
+// Arguments the C API itself refuses (an unknown dtype or reduce op, an ndim out of range, a
+// grouped member with a bad dtype), on the last rank only: that rank's caller gets the error
+// at once, and the peers' same names fail naming it within the test's deadline — announced as
+// refusals like any other submission kolo refuses — instead of waiting for it forever.
+TEST(MismatchTest, ArgumentsRefusedByTheCApiFailThePeers) {
+  const int64_t count = 8;
+  const int64_t shape[1] = {count};
+  std::vector<float> data(count, 1.0f), out(count);
+  struct Case {
+    const char* suffix;
+    std::function<kolo_status_t(const std::string&, kolo_handle_t*)> bad;
+  };
+  const std::vector<Case> cases = {
+      {"dtype",
+       [&](const std::string& n, kolo_handle_t* h) {
+         return kolo_allreduce_async(n.c_str(), data.data(), out.data(),
+                                     static_cast<kolo_dtype_t>(99), 1, shape, KOLO_OP_SUM, 1.0,
+                                     1.0, h);
+       }},
+      {"reduce-op",
+       [&](const std::string& n, kolo_handle_t* h) {
+         return kolo_allreduce_async(n.c_str(), data.data(), out.data(), KOLO_FLOAT32, 1, shape,
+                                     static_cast<kolo_reduce_op_t>(77), 1.0, 1.0, h);
+       }},
+      {"ndim",
+       [&](const std::string& n, kolo_handle_t* h) {
+         return kolo_allreduce_async(n.c_str(), data.data(), out.data(), KOLO_FLOAT32, -1, shape,
+                                     KOLO_OP_SUM, 1.0, 1.0, h);
+       }},
+  };
+  for (const Case& c : cases) {
+    const std::string name = TensorName(c.suffix);
+    Handle h;
+    if (IsOdd()) {
+      EXPECT_EQ(c.bad(name, h.out()), KOLO_ERR_INVALID_ARGUMENT) << c.suffix;
+    } else {
+      ASSERT_EQ(kolo_allreduce_async(name.c_str(), data.data(), out.data(), KOLO_FLOAT32, 1,
+                                     shape, KOLO_OP_SUM, 1.0, 1.0, h.out()),
+                KOLO_SUCCESS) << LastError();
+      const kolo_status_t s = WaitHandle(h, name);
+      EXPECT_EQ(s, KOLO_ERR_INVALID_ARGUMENT) << kolo_handle_message(h.get());
+      EXPECT_NE(std::string(kolo_handle_message(h.get())).find(
+                    "rank " + std::to_string(Last()) + " refused it"),
+                std::string::npos) << kolo_handle_message(h.get());
+    }
+  }
+  // A group whose second member has an unknown dtype on the last rank: the whole group fails on
+  // the others.
+  const std::string ga = TensorName("group-a"), gb = TensorName("group-b");
+  const char* names[2] = {ga.c_str(), gb.c_str()};
+  std::vector<float> a(count, 1.0f), b(count, 2.0f);
+  const void* inputs[2] = {a.data(), b.data()};
+  void* outputs[2] = {a.data(), b.data()};
+  const kolo_dtype_t unknown = static_cast<kolo_dtype_t>(99);
+  kolo_dtype_t dtypes[2] = {KOLO_FLOAT32, IsOdd() ? unknown : KOLO_FLOAT32};
+  const int ndims[2] = {1, 1};
+  const int64_t* shapes[2] = {shape, shape};
+  kolo_handle_t handles[2] = {nullptr, nullptr};
+  const kolo_status_t s = kolo_grouped_allreduce_async_on(0, 2, names, inputs, outputs, dtypes,
+                                                          ndims, shapes, KOLO_OP_SUM, 1.0, 1.0,
+                                                          handles);
+  if (IsOdd()) {
+    EXPECT_EQ(s, KOLO_ERR_INVALID_ARGUMENT);
+  } else {
+    ASSERT_EQ(s, KOLO_SUCCESS) << LastError();
+    for (kolo_handle_t raw : handles) {
+      Handle h;
+      *h.out() = raw;
+      EXPECT_EQ(WaitHandle(h, "group member"), KOLO_ERR_INVALID_ARGUMENT)
+          << kolo_handle_message(h.get());
+    }
+  }
+  WorldBarrier();
+  ExpectNextOpWorks(TensorName("dtype"));
 }
 
 }  // namespace

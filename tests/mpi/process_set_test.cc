@@ -7,9 +7,16 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -214,6 +221,123 @@ TEST(ProcessSetTest, DuplicateRemovedAndUnknownSets) {
   EXPECT_EQ(kolo_remove_process_set(WorldRank() == 0 ? 12345 : 54321), KOLO_ERR_INVALID_ARGUMENT);
   EXPECT_NE(LastError().find("every rank must remove the same process set"), std::string::npos)
       << LastError();
+}
+
+
+// Sets the environment variables of `vars` (name -> value, "" = unset) for the scope, then
+// restores the old values.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      if (value.empty()) {
+        unsetenv(name.c_str());
+      } else {
+        setenv(name.c_str(), value.c_str(), 1);
+      }
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, old] : saved_) {
+      if (old) {
+        setenv(name.c_str(), old->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// KOLO_TIMELINE and KOLO_AUTOTUNE_LOG name one file each, written by rank 0 of the job. A process
+// set's runtime (whose first member opened them again, truncating them under the global
+// runtime's writer) must leave them alone: the timeline stays valid JSON with the global
+// tensors, the autotune log one CSV with one header and no hole.
+TEST(ProcessSetTest, SetsLeaveTheTimelineAndAutotuneLogToTheGlobalSet) {
+  int pid = static_cast<int>(getpid());
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const std::string base = "/tmp/kolo-process-set-test-" + std::to_string(pid);
+  const std::string timeline = base + ".json", csv = base + ".csv";
+  WorldBarrier();
+  ASSERT_EQ(kolo_shutdown(), KOLO_SUCCESS);
+  {
+    ScopedEnv env({{"KOLO_TIMELINE", timeline},
+                   {"KOLO_AUTOTUNE", "1"},
+                   {"KOLO_AUTOTUNE_LOG", csv},
+                   {"KOLO_AUTOTUNE_WARMUP_SAMPLES", "0"},
+                   {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "1"}});
+    WorldBarrier();
+    ASSERT_EQ(kolo_init(), KOLO_SUCCESS) << LastError();
+  }
+  std::vector<int> all;
+  for (int r = 0; r < WorldSize(); ++r) all.push_back(r);
+  auto allreduce = [](int set, const std::string& name) {
+    const int64_t count = 16;
+    TypedBuffer in = RankUniqueData(KOLO_FLOAT32, count, WorldRank(), DataKind::kWide, 5);
+    Handle h;
+    ASSERT_EQ(kolo_allreduce_async_on(set, name.c_str(), in.data(), in.data(), KOLO_FLOAT32, 1,
+                                      &count, KOLO_OP_SUM, 1.0, 1.0, h.out()),
+              KOLO_SUCCESS) << LastError();
+    ASSERT_EQ(WaitHandle(h, name), KOLO_SUCCESS) << kolo_handle_message(h.get());
+  };
+  for (int step = 0; step < 4; ++step) allreduce(0, "global.before");
+  // Sets whose first member is rank 0 (the global writer's process) and, {1,...}, another.
+  const int whole = AddSet(all);
+  std::vector<int> rest;
+  for (int r = 1; r < WorldSize(); ++r) rest.push_back(r);
+  const int tail = AddSet(rest);
+  const int pair = WorldSize() > 2 ? AddSet({0, 1}) : -1;
+  WorldBarrier();
+  // The global tuner logged its first trial (two cycles with all-reduces) before the sets came.
+  std::string log_after_add;
+  if (WorldRank() == 0) log_after_add = ReadFile(csv);
+  for (int step = 0; step < 6; ++step) {
+    allreduce(whole, "set.whole");
+    if (WorldRank() >= 1) allreduce(tail, "set.tail");
+    if (pair > 0 && WorldRank() <= 1) allreduce(pair, "set.pair");
+    allreduce(0, "global.after");
+  }
+  WorldBarrier();
+  EXPECT_EQ(kolo_remove_process_set(whole), KOLO_SUCCESS) << LastError();
+  EXPECT_EQ(kolo_remove_process_set(tail), KOLO_SUCCESS) << LastError();
+  if (pair > 0) {
+    EXPECT_EQ(kolo_remove_process_set(pair), KOLO_SUCCESS) << LastError();
+  }
+  ASSERT_EQ(kolo_shutdown(), KOLO_SUCCESS);  // closes the timeline
+  WorldBarrier();
+  ASSERT_EQ(kolo_init(), KOLO_SUCCESS) << LastError();
+  if (WorldRank() == 0) {
+    const std::string text = ReadFile(timeline);
+    nlohmann::json events = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(events.is_discarded()) << "the timeline is not valid JSON:\n" << text;
+    bool before = false, after = false;
+    for (const auto& e : events) {
+      if (!e.contains("args") || !e["args"].contains("name")) continue;
+      const std::string name = e["args"]["name"].get<std::string>();
+      before = before || name == "global.before";
+      after = after || name == "global.after";
+    }
+    EXPECT_TRUE(before && after) << "global tensors missing from the timeline:\n" << text;
+    EXPECT_NE(log_after_add.find("\n1,"), std::string::npos)
+        << "adding a set lost the autotune log's first trial:\n" << log_after_add;
+    const std::string log = ReadFile(csv);
+    EXPECT_EQ(log.find('\0'), std::string::npos) << "the autotune log has a hole";
+    EXPECT_EQ(log.rfind("trial,", 0), 0u) << log;
+    EXPECT_EQ(log.find("trial,", 1), std::string::npos) << "two headers:\n" << log;
+    std::remove(timeline.c_str());
+    std::remove(csv.c_str());
+  }
 }
 
 }  // namespace

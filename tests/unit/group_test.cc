@@ -106,6 +106,39 @@ TEST_P(GroupController, AStaleMemberSendsTheWholeGroupToTheCoordinator) {
   }
 }
 
+// The cache agrees on a group only with the same group: after a step where every rank grouped
+// [a, b], a rank that submits a and b singly while the others group them again is a group
+// mismatch on every rank, as it is without the cache (GroupedOnOneRankAndNotOnAnotherIsAMismatch);
+// it must not be served as two singles (nor half the group first).
+TEST_P(GroupController, AGroupIsServedFromTheCacheOnlyToTheSameGroup) {
+  const int n = GetParam();
+  if (n < 2) GTEST_SKIP() << "needs a rank that groups differently";
+  std::vector<std::vector<ResponseList>> lists(n);
+  testing::RunOnThreadWorld(n, [&](Communicator& comm) {
+    ControllerOptions options;
+    options.cache_capacity = 8;
+    Controller controller(comm, options);
+    const int r = comm.Rank();
+    for (int step = 0; step < 2; ++step) {
+      RequestList mine = step == 1 && r == n - 1
+                             ? List({Member("a", "", 0), Member("b", "", 0)})
+                             : List({Member("a", "a", 2), Member("b", "a", 2)});
+      for (Request& q : mine.requests) q.rank = r;
+      auto result = controller.Negotiate(mine);
+      ASSERT_TRUE(result.ok()) << result.status().ToString();
+      lists[r].push_back(*result);
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    const ResponseList& l = lists[r][1];
+    EXPECT_EQ(Names(l.responses), (std::vector<std::string>{"a", "b"})) << "rank " << r;
+    for (const Response& resp : l.responses) {
+      EXPECT_EQ(resp.type, ResponseType::kError) << "rank " << r << " '" << resp.names[0] << "'";
+      EXPECT_NE(resp.error.find("group mismatch"), std::string::npos) << resp.error;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, GroupController, ::testing::Values(1, 2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
@@ -150,6 +183,45 @@ TEST(GroupRuntime, ALocallyRefusedMemberFailsTheGroupEverywhere) {
     ASSERT_TRUE(testing::WaitFor(*(*second)[1]).ok());
     EXPECT_EQ(out_a[0], 1.0f + 2.0f + 3.0f);
     EXPECT_EQ(out_b[5], 2.0f * n);
+  });
+}
+
+
+// A group refused on every rank for a member without a name: nothing waits for it, and the
+// coordinator keeps nothing of it, so the next group under the same first name (the next step)
+// completes with the right sums instead of meeting the refused members' leftovers.
+TEST(GroupRuntime, AGroupWithAnUnnamedMemberLeavesNothingBehind) {
+  const int n = 2;
+  testing::RunRuntimes(n, testing::FastConfig(), [&](Runtime& rt) {
+    const int r = rt.layout().rank;
+    std::vector<float> a(4, 1.0f + r), b(4, 2.0f), c(4, 3.0f), out_a(4), out_b(4), out_c(4);
+    auto make = [&](const std::string& second) {
+      std::vector<Submission> g(3);
+      const std::string names[3] = {"ua", second, "uc"};
+      float* ins[3] = {a.data(), b.data(), c.data()};
+      float* outs[3] = {out_a.data(), out_b.data(), out_c.data()};
+      for (int i = 0; i < 3; ++i) {
+        g[i].name = names[i];
+        g[i].input = ins[i];
+        g[i].output = outs[i];
+        g[i].shape = {4};
+      }
+      return g;
+    };
+    auto refused = rt.EnqueueGroup(make(""));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("empty name"), std::string::npos)
+        << refused.status().message();
+    ASSERT_TRUE(rt.Barrier().ok());
+    auto good = rt.EnqueueGroup(make("ub"));
+    ASSERT_TRUE(good.ok()) << good.status().ToString();
+    for (int i = 0; i < 3; ++i) {
+      Status s = testing::WaitFor(*(*good)[i], std::chrono::seconds(5));
+      EXPECT_TRUE(s.ok()) << "member " << i << ": " << s.ToString();
+    }
+    EXPECT_EQ(out_a[0], 1.0f + 2.0f);
+    EXPECT_EQ(out_b[3], 2.0f * n);
+    EXPECT_EQ(out_c[0], 3.0f * n);
   });
 }
 
