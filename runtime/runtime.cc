@@ -187,26 +187,12 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   return handle;
 }
 
-void Runtime::Refuse(OpType op, const std::string& name, const std::string& why) {
-  if (name.empty() || op == OpType::kJoin) return;
-  Request r;
-  r.rank = layout_.rank;
-  r.op = op;
-  r.name = name;
-  {
-    std::lock_guard<std::mutex> join_lock(join_mu_);
-    r.refused = join_name_.empty() ? why : kRefusedJoined;
-    queue_.AddRefused(std::move(r));
-  }
-  Wake();
-}
-
 NegotiationStats Runtime::negotiation_stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_;
 }
 
-Status Runtime::Refuse(OpType op, const std::string& name, const std::string& reason) {
+Status Runtime::Refuse(OpType op, const std::string& name, const std::string& why) {
   const bool reserved =
       name.rfind(kBarrierPrefix, 0) == 0 || name.rfind(kJoinPrefix, 0) == 0;
   if (name.empty() || reserved || op == OpType::kBarrier || op == OpType::kJoin) {
@@ -218,8 +204,14 @@ Status Runtime::Refuse(OpType op, const std::string& name, const std::string& re
   r.rank = layout_.rank;
   r.op = op;
   r.name = name;
-  r.refused = reason.empty() ? std::string("refused by the caller") : reason;
-  queue_.AddRefused(std::move(r));
+  {
+    // Under join_mu_, ordered with this rank's join as Enqueue's refusals are.
+    std::lock_guard<std::mutex> join_lock(join_mu_);
+    r.refused = !join_name_.empty()  ? std::string(kRefusedJoined)
+                : why.empty()        ? std::string("refused by the caller")
+                                     : why;
+    queue_.AddRefused(std::move(r));
+  }
   Wake();
   return Status::OK();
 }

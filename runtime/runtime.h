@@ -63,19 +63,16 @@ class Runtime {
   // announced to the coordinator, which fails that name on every other rank ("rank r refused
   // it: ..."), so no peer waits for it.
   StatusOr<std::shared_ptr<Handle>> Enqueue(const Submission& s);
-  // Announces a submission its caller's layer refused before Enqueue could (the C API's checks
-  // of dtype, reduce op and shape array), as Enqueue announces its own refusals: the peers'
-  // same name fails ("rank r refused it: `why`") instead of waiting. No-op for an empty name.
-  void Refuse(OpType op, const std::string& name, const std::string& why);
   // A group of allreduces, allgathers or reducescatters (one operation for all), negotiated and
   // executed all-or-nothing: queued together or not at all, and when one member fails on any
   // rank (a mismatch, a refusal) every member fails on every rank. A member refused here
   // refuses the whole group (announced to the peers like a refused Enqueue).
   StatusOr<std::vector<std::shared_ptr<Handle>>> EnqueueGroup(const std::vector<Submission>& group);
-  // Announces that this rank refused operation `op` on `name` before submitting it (a binding
-  // that checks its framework's tensors itself): the coordinator fails the name on every rank
-  // that submitted it, with "rank r refused it: <reason>", so none waits for this rank.
-  Status Refuse(OpType op, const std::string& name, const std::string& reason);
+  // Announces a submission refused before Enqueue could see it (the C API's own argument checks,
+  // or a binding that checks its framework's tensors itself), as Enqueue announces its own
+  // refusals: the peers' same name fails ("rank r refused it: `why`") instead of waiting.
+  // kInvalidArgument for an empty or reserved name, a barrier or a join.
+  Status Refuse(OpType op, const std::string& name, const std::string& why);
   // Blocks until every rank has entered Barrier() or joined: a negotiated operation under the reserved
   // name "__kolo_barrier.<n>" (n counts this rank's barriers), so it is ordered with the
   // others. One thread per rank at a time.

@@ -47,8 +47,9 @@ kolo_status_t Announce(int process_set, kolo::OpType op, const char* name, kolo_
   if (!runtime) return code;
   const std::string quoted = std::string("'") + name + "': ";
   const size_t at = g_last_error.find(quoted);
-  runtime->Refuse(op, name, at == std::string::npos ? g_last_error
-                                                  : g_last_error.substr(at + quoted.size()));
+  // A reserved name cannot be announced; the refusal itself was already reported.
+  (void)runtime->Refuse(op, name, at == std::string::npos ? g_last_error
+                                                        : g_last_error.substr(at + quoted.size()));
   return code;
 }
 
