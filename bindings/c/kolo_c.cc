@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include <mpi.h>
 
@@ -298,8 +299,12 @@ kolo_status_t SubmitGroup(int process_set, kolo::OpType op, int count, const cha
   for (int i = 0; i < count; ++i) handles[i] = nullptr;
   for (int i = 0; i < count; ++i) {
     const char* name = names[i] ? names[i] : "";
-    if (kolo_status_t s = CheckDtype(dtypes[i], name)) return refuse_all(s);
-    kolo::Submission sub = NewSubmission(op, name, inputs[i], dtypes[i]);
+    // Read as the enum's integer: a caller's out-of-range code must be refused, and loading it
+    // as a kolo_dtype_t is already undefined behaviour.
+    std::underlying_type_t<kolo_dtype_t> raw;
+    std::memcpy(&raw, &dtypes[i], sizeof raw);
+    if (kolo_status_t s = CheckDtype(static_cast<int>(raw), name)) return refuse_all(s);
+    kolo::Submission sub = NewSubmission(op, name, inputs[i], static_cast<kolo_dtype_t>(raw));
     if (outputs) sub.output = outputs[i];
     const int ndim = ndims[i];
     if (sub.name.empty() || ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shapes[i])) {
