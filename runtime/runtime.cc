@@ -127,12 +127,10 @@ Status Validate(const Submission& s, int size) {
   return Status::OK();
 }
 
-}  // namespace
-
-StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
-  TensorEntry entry;
-  Request& r = entry.request;
-  r.rank = layout_.rank;
+// The Request every rank's coordinator sees for a submission made on `rank`.
+Request RequestOf(const Submission& s, int rank) {
+  Request r;
+  r.rank = rank;
   r.op = s.op;
   r.name = s.name;
   r.dtype = s.dtype;
@@ -141,6 +139,15 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   r.root = s.root;
   r.prescale = s.prescale;
   r.postscale = s.postscale;
+  return r;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
+  TensorEntry entry;
+  entry.request = RequestOf(s, layout_.rank);
+  Request& r = entry.request;
   Status valid = Validate(s, layout_.size);
   if (valid.ok() && s.op == OpType::kAlltoall) r.splits = ResolvedSplits(s, layout_.size);
   std::unique_lock<std::mutex> join_lock(join_mu_);
@@ -231,15 +238,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
   for (size_t i = 0; i < group.size(); ++i) {
     const Submission& s = group[i];
     Request& r = entries[i].request;
-    r.rank = layout_.rank;
-    r.op = s.op;
-    r.name = s.name;
-    r.dtype = s.dtype;
-    r.shape = s.shape;
-    r.reduce_op = s.reduce_op;
-    r.root = s.root;
-    r.prescale = s.prescale;
-    r.postscale = s.postscale;
+    r = RequestOf(s, layout_.rank);
     r.group = group[0].name;
     r.group_size = static_cast<int32_t>(group.size());
     Status v = s.op == op ? Validate(s, layout_.size)
