@@ -9,6 +9,7 @@
 #include "base/dtype.h"
 #include "base/status.h"
 #include "collectives/communicator.h"
+#include "collectives/cost_model.h"
 
 namespace kolo {
 
@@ -20,7 +21,24 @@ struct SelectionInput {
   ReduceOp op = ReduceOp::kSum;
   int ranks = 1;
   std::string_view backend;  // Communicator::BackendName()
+  // Node structure (Communicator::node(); one node of `ranks` when it has none).
+  int nodes = 1;
+  int max_local_size = 1;
+  int min_local_size = 1;
+  bool has_node_context = false;  // local/cross communicators exist (hierarchical can run)
+  bool shm_capable = false;       // the node communicator can allocate shared memory
+  // Never null once the selector fills it in.
+  const CostModel* cost = nullptr;
 };
+
+// The facts of `comm` that selection needs (ranks, backend, node structure); the caller adds
+// bytes, count, dtype, op; the selector adds the cost model.
+SelectionInput DescribeCommunicator(const Communicator& comm);
+
+// The link the slowest step of a flat (topology-blind) algorithm crosses.
+inline const LinkCost& FlatLink(const SelectionInput& in) {
+  return in.nodes > 1 ? in.cost->inter : in.cost->intra;
+}
 
 struct AllreduceArgs {
   const void* send = nullptr;  // == recv for in place

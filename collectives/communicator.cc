@@ -1,5 +1,7 @@
 #include "collectives/communicator.h"
 
+#include "collectives/node_context.h"
+
 namespace kolo {
 
 Status Communicator::NoNative(std::string_view what) const {
@@ -8,6 +10,12 @@ Status Communicator::NoNative(std::string_view what) const {
 
 Status Communicator::SendRecv(const void*, size_t, int, void*, size_t, int, int) {
   return NoNative("SendRecv");
+}
+StatusOr<std::unique_ptr<P2PBatch>> Communicator::Start(const std::vector<P2POp>&) {
+  return NoNative("non-blocking point-to-point");
+}
+StatusOr<std::unique_ptr<SharedSegment>> Communicator::AllocateShared(size_t) {
+  return NoNative("shared memory");
 }
 Status Communicator::Allreduce(const void*, void*, size_t, DataType, ReduceOp) {
   return NoNative("Allreduce");

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,48 @@
 #include "base/status.h"
 
 namespace kolo {
+
+struct NodeContext;  // collectives/node_context.h
+
+// One transfer of a point-to-point batch (Communicator::Start).
+struct P2POp {
+  enum class Kind : uint8_t { kSend, kRecv };
+  Kind kind = Kind::kSend;
+  void* buffer = nullptr;  // read for a send, written for a receive
+  size_t bytes = 0;        // 0: nothing moves (both sides know the size)
+  int peer = 0;
+  int tag = 0;
+
+  static P2POp Send(const void* buffer, size_t bytes, int peer, int tag) {
+    return {Kind::kSend, const_cast<void*>(buffer), bytes, peer, tag};
+  }
+  static P2POp Recv(void* buffer, size_t bytes, int peer, int tag) {
+    return {Kind::kRecv, buffer, bytes, peer, tag};
+  }
+};
+
+// Transfers in flight (Communicator::Start). Their buffers must not be touched (sends) or read
+// (receives) until Wait returns. A batch destroyed without Wait waits in its destructor and
+// drops the status, so buffers are never freed under a transfer.
+class P2PBatch {
+ public:
+  virtual ~P2PBatch() = default;
+  // Completes every transfer of the batch; an error names the first failed one. Polls the
+  // backend's liveness check, so a dead peer ends the wait with kUnavailable, not a hang.
+  virtual Status Wait() = 0;
+};
+
+// Memory that every rank of a one-node communicator can load and store directly
+// (Communicator::AllocateShared). Regions are 64-byte aligned and zero-filled when allocated.
+// Synchronisation is the user's: std::atomic objects placed in a region work across processes
+// (they are lock-free and address-free for 4- and 8-byte types on the platforms kolo builds for).
+class SharedSegment {
+ public:
+  virtual ~SharedSegment() = default;
+  // Rank r's region (r a rank of the communicator that allocated the segment).
+  virtual void* Region(int rank) = 0;
+  virtual size_t RegionBytes() const = 0;
+};
 
 class Communicator {
  public:
@@ -31,6 +74,15 @@ class Communicator {
   // Sends send_bytes to `dst` and receives recv_bytes from `src` with `tag`, concurrently.
   virtual Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
                           size_t recv_bytes, int src, int tag);
+  // Starts the transfers without waiting (receives are posted before sends, whatever their
+  // order in `ops`), for algorithms that overlap a reduction with the next transfer. Messages
+  // between one pair of ranks with one tag arrive in the order they were started.
+  virtual StatusOr<std::unique_ptr<P2PBatch>> Start(const std::vector<P2POp>& ops);
+
+  // Collective over this communicator, whose ranks must share one host: a segment with a
+  // region of `bytes_per_rank` bytes per rank. kUnimplemented where the backend or the host
+  // cannot (the reason is in the message); the shared-memory algorithms then do not run.
+  virtual StatusOr<std::unique_ptr<SharedSegment>> AllocateShared(size_t bytes_per_rank);
 
   // The library's own all-reduce of `count` elements; send == recv means in place. `op` is
   // kSum, kMin, kMax or kProduct (Average is Sum plus a division done by the caller).
@@ -63,8 +115,17 @@ class Communicator {
   // readiness bits, runtime/controller.cc).
   virtual Status AndBits(uint64_t* words, size_t count);
 
+  // How this communicator's ranks group into nodes, with the node-local and cross-node
+  // sub-communicators (collectives/node_context.h); nullptr when nobody set it up, and then
+  // only flat algorithms run. Set once, before the first collective.
+  NodeContext* node() const { return node_.get(); }
+  void set_node(std::shared_ptr<NodeContext> node) { node_ = std::move(node); }
+
  protected:
   Status NoNative(std::string_view what) const;
+
+ private:
+  std::shared_ptr<NodeContext> node_;
 };
 
 }  // namespace kolo

@@ -1,6 +1,7 @@
 #include "collectives/registry.h"
 
 #include "collectives/native_allreduce.h"
+#include "collectives/node_context.h"
 
 namespace kolo {
 
@@ -10,10 +11,45 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms() {
   return table;
 }
 
-AllreduceSelector::AllreduceSelector(std::string forced)
-    : algorithms_(MakeAllreduceAlgorithms()), forced_(forced == "auto" ? "" : std::move(forced)) {}
+SelectionInput DescribeCommunicator(const Communicator& comm) {
+  SelectionInput in;
+  in.ranks = comm.Size();
+  in.backend = comm.BackendName();
+  in.max_local_size = in.min_local_size = in.ranks;
+  if (const NodeContext* node = comm.node()) {
+    in.nodes = node->map.nodes();
+    in.max_local_size = node->map.max_local_size();
+    in.min_local_size = node->map.min_local_size();
+    in.has_node_context = node->local && node->cross;
+    in.shm_capable = node->shm_capable;
+  }
+  return in;
+}
 
-StatusOr<AllreduceAlgorithm*> AllreduceSelector::Select(const SelectionInput& in) const {
+AllreduceSelector::AllreduceSelector(std::string forced, CostModel cost)
+    : algorithms_(MakeAllreduceAlgorithms()),
+      forced_(forced == "auto" ? "" : std::move(forced)),
+      cost_(std::move(cost)) {}
+
+AllreduceAlgorithm* AllreduceSelector::Find(std::string_view name) const {
+  for (const auto& algo : algorithms_) {
+    if (algo->Name() == name) return algo.get();
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<AllreduceAlgorithm*, double>> AllreduceSelector::Rank(
+    SelectionInput in) const {
+  in.cost = &cost_;
+  std::vector<std::pair<AllreduceAlgorithm*, double>> out;
+  for (const auto& algo : algorithms_) {
+    out.emplace_back(algo.get(), algo->Supports(in).ok() ? algo->EstimateMicros(in) : -1.0);
+  }
+  return out;
+}
+
+StatusOr<AllreduceAlgorithm*> AllreduceSelector::Select(SelectionInput in) const {
+  in.cost = &cost_;
   AllreduceAlgorithm* best = nullptr;
   double best_us = 0;
   std::string rejected;
@@ -21,7 +57,7 @@ StatusOr<AllreduceAlgorithm*> AllreduceSelector::Select(const SelectionInput& in
     if (!forced_.empty() && algo->Name() != forced_) continue;
     Status s = algo->Supports(in);
     if (!s.ok()) {
-      rejected += (rejected.empty() ? "" : "; ") + s.message();
+      rejected += (rejected.empty() ? "" : "; ") + std::string(algo->Name()) + ": " + s.message();
       continue;
     }
     const double us = algo->EstimateMicros(in);
@@ -32,10 +68,19 @@ StatusOr<AllreduceAlgorithm*> AllreduceSelector::Select(const SelectionInput& in
   }
   if (best) return best;
   if (!forced_.empty() && rejected.empty()) {
-    return UnimplementedError("allreduce algorithm '" + forced_ + "' does not exist in this build");
+    std::string names;
+    for (const auto& algo : algorithms_) names += (names.empty() ? "" : ", ") + std::string(algo->Name());
+    return UnimplementedError("KOLO_ALLREDUCE_ALGO=" + forced_ +
+                              ": no such all-reduce algorithm in this build (auto, " + names + ")");
   }
-  return UnimplementedError("no allreduce algorithm for " + std::to_string(in.bytes) + " bytes of " +
-                            std::string(DataTypeName(in.dtype)) + ": " + rejected);
+  const std::string subject = std::to_string(in.bytes) + " bytes of " +
+                              std::string(DataTypeName(in.dtype)) + " over " +
+                              std::to_string(in.ranks) + " ranks";
+  if (!forced_.empty()) {
+    return UnimplementedError("KOLO_ALLREDUCE_ALGO=" + forced_ + " cannot all-reduce " + subject +
+                              ": " + rejected);
+  }
+  return UnimplementedError("no all-reduce algorithm for " + subject + ": " + rejected);
 }
 
 }  // namespace kolo

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "collectives/algorithm.h"
@@ -16,14 +18,21 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms();
 
 class AllreduceSelector {
  public:
-  // forced: "" or "auto" for the cost model, else an algorithm's Name().
-  explicit AllreduceSelector(std::string forced = "");
-  // The algorithm to run, or kUnimplemented listing why each candidate was rejected.
-  StatusOr<AllreduceAlgorithm*> Select(const SelectionInput& in) const;
+  // forced: "" or "auto" for the cost model, else an algorithm's Name() (KOLO_ALLREDUCE_ALGO).
+  explicit AllreduceSelector(std::string forced = "", CostModel cost = CostModel());
+  // The algorithm to run (the cheapest predicted one that supports `in`, ties to the earlier
+  // in the table), or kUnimplemented listing why each candidate was rejected. `in.cost` is
+  // replaced by this selector's cost model.
+  StatusOr<AllreduceAlgorithm*> Select(SelectionInput in) const;
+  // Every algorithm's prediction for `in` (negative: not supported), in table order.
+  std::vector<std::pair<AllreduceAlgorithm*, double>> Rank(SelectionInput in) const;
+  const CostModel& cost() const { return cost_; }
+  AllreduceAlgorithm* Find(std::string_view name) const;
 
  private:
   std::vector<std::unique_ptr<AllreduceAlgorithm>> algorithms_;
   std::string forced_;
+  CostModel cost_;
 };
 
 }  // namespace kolo

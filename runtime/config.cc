@@ -47,6 +47,16 @@ const std::vector<Knob>& Knobs() {
        "rank 0 writes a Chrome trace of every tensor's negotiation and execution to this file"},
       {"KOLO_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", "0/1", "0",
        "1 marks the start of every background cycle in the timeline"},
+      {"KOLO_ALLREDUCE_ALGO", "", "name", "auto",
+       "all-reduce algorithm: auto (the cost model picks per message) or one of ring, rd, "
+       "rabenseifner, tree, dbtree, shm, hierarchical, mpi; a forced one that cannot run an "
+       "all-reduce fails it with the reason"},
+      {"KOLO_TUNING_FILE", "", "path", "",
+       "cost-model parameters written by `kolo-bench --calibrate` (JSON); unset = built-in "
+       "defaults"},
+      {"KOLO_NODE_GROUPING", "", "spec", "",
+       "how ranks group into nodes, overriding the hosts: 2x2 (nodes x ranks), 3+2 (node "
+       "sizes) or 0,0,1,1 (a node id per rank)"},
   };
   return knobs;
 }
@@ -173,6 +183,12 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       flag = s == "1";
     } else if (knob.name == "KOLO_TIMELINE") {
       c.timeline_path = v;  // opened (and checked) by rank 0 at start
+    } else if (knob.name == "KOLO_ALLREDUCE_ALGO") {
+      c.allreduce_algo = v;
+    } else if (knob.name == "KOLO_TUNING_FILE") {
+      c.tuning_file = v;
+    } else if (knob.name == "KOLO_NODE_GROUPING") {
+      c.node_grouping = v;
     }
   }
   return c;

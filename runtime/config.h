@@ -31,6 +31,9 @@ struct Config {
   int autotune_steps_per_sample = 10;         // KOLO_AUTOTUNE_STEPS_PER_SAMPLE
   std::string timeline_path;                  // KOLO_TIMELINE; "" = no timeline (rank 0 only)
   bool timeline_mark_cycles = false;          // KOLO_TIMELINE_MARK_CYCLES
+  std::string allreduce_algo = "auto";        // KOLO_ALLREDUCE_ALGO (checked by the selector)
+  std::string tuning_file;                    // KOLO_TUNING_FILE ("" = built-in cost model)
+  std::string node_grouping;                  // KOLO_NODE_GROUPING ("" = by host)
 };
 
 struct Knob {

@@ -48,6 +48,18 @@ Status Runtime::Start() {
     KOLO_RETURN_IF_ERROR(StartTimeline(config_.timeline_path, config_.timeline_mark_cycles)
                              .AddContext("KOLO_TIMELINE"));
   }
+  CostModel cost;
+  if (!config_.tuning_file.empty()) {
+    auto loaded = CostModel::Load(config_.tuning_file);
+    if (!loaded.ok()) return Status(loaded.status()).AddContext("KOLO_TUNING_FILE");
+    cost = *loaded;
+  }
+  selector_ = AllreduceSelector(config_.allreduce_algo, std::move(cost));
+  if (config_.allreduce_algo != "auto" && !config_.allreduce_algo.empty() &&
+      !selector_.Find(config_.allreduce_algo)) {
+    // Selecting anything reports the valid names.
+    return selector_.Select(SelectionInput()).status();
+  }
   KOLO_RETURN_IF_ERROR(fusion_.Prepare());
   KOLO_RETURN_IF_ERROR(controller_.Start());
   running_ = true;
@@ -492,13 +504,11 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
   }
   size_t count = 0;
   for (const FusedTensor& t : job.tensors) count += t.count;
-  SelectionInput in;
+  SelectionInput in = DescribeCommunicator(*data_);
   in.dtype = IsHalf(job.dtype) ? DataType::kFloat32 : job.dtype;
   in.count = count;
   in.bytes = count * DataTypeSize(in.dtype);
   in.op = job.op == ReduceOp::kAverage ? ReduceOp::kSum : job.op;
-  in.ranks = data_->Size();
-  in.backend = data_->BackendName();
   auto algorithm = selector_.Select(in);
   if (!status.ok()) {
     // A failed allocation (as in ExecuteAllgather) or a broken invariant: reported below.

@@ -1,6 +1,7 @@
 #include "collectives/loopback/loopback_communicator.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "collectives/reduce.h"
@@ -255,6 +256,123 @@ Status LoopbackCommunicator::AndBits(uint64_t* words, size_t count) {
       "AndBits"));
   std::copy(result.begin(), result.end(), words);
   return Status::OK();
+}
+
+namespace {
+
+class LoopbackBatch : public P2PBatch {
+ public:
+  LoopbackBatch(LoopbackWorld* world, int rank, std::vector<P2POp> recvs)
+      : world_(world), rank_(rank), recvs_(std::move(recvs)) {}
+  // Not waited: the receives are dropped (their messages stay in the mailbox, as unmatched
+  // MPI messages would; the communicator is not used after an error).
+  Status Wait() override {
+    for (const P2POp& op : recvs_) {
+      std::string got;
+      KOLO_RETURN_IF_ERROR(world_->Take(op.peer, rank_, op.tag, &got, rank_));
+      if (got.size() != op.bytes) {
+        return InternalError("loopback receive from rank " + std::to_string(op.peer) + " tag " +
+                             std::to_string(op.tag) + ": expected " + std::to_string(op.bytes) +
+                             " bytes, got " + std::to_string(got.size()));
+      }
+      std::memcpy(op.buffer, got.data(), op.bytes);
+    }
+    recvs_.clear();
+    return Status::OK();
+  }
+
+ private:
+  LoopbackWorld* world_;
+  int rank_;
+  std::vector<P2POp> recvs_;
+};
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+using OwnedRegion = std::unique_ptr<void, AlignedFree>;
+
+class LoopbackSegment : public SharedSegment {
+ public:
+  LoopbackSegment(std::vector<std::shared_ptr<OwnedRegion>> regions, size_t bytes)
+      : regions_(std::move(regions)), bytes_(bytes) {}
+  void* Region(int rank) override { return regions_.at(rank)->get(); }
+  size_t RegionBytes() const override { return bytes_; }
+
+ private:
+  std::vector<std::shared_ptr<OwnedRegion>> regions_;
+  size_t bytes_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<P2PBatch>> LoopbackCommunicator::Start(const std::vector<P2POp>& ops) {
+  std::vector<P2POp> recvs;
+  for (const P2POp& op : ops) {
+    if (op.peer < 0 || op.peer >= Size()) {
+      return InvalidArgumentError("loopback point-to-point: peer " + std::to_string(op.peer) +
+                                  " is not a rank of " + std::to_string(Size()));
+    }
+    if (op.bytes == 0) continue;
+    if (op.kind == P2POp::Kind::kRecv) {
+      recvs.push_back(op);
+    } else {
+      world_->Post(rank_, op.peer, op.tag,
+                   std::string(static_cast<const char*>(op.buffer), op.bytes));
+    }
+  }
+  return std::unique_ptr<P2PBatch>(new LoopbackBatch(world_.get(), rank_, std::move(recvs)));
+}
+
+StatusOr<std::unique_ptr<SharedSegment>> LoopbackCommunicator::AllocateShared(
+    size_t bytes_per_rank) {
+  const size_t bytes = (std::max<size_t>(bytes_per_rank, 1) + 63) / 64 * 64;
+  void* raw = std::aligned_alloc(64, bytes);
+  if (!raw) {
+    return ResourceExhaustedError("loopback shared segment: cannot allocate " +
+                                  std::to_string(bytes) + " bytes");
+  }
+  std::memset(raw, 0, bytes);
+  auto mine = std::make_shared<OwnedRegion>(raw);
+  std::vector<std::shared_ptr<OwnedRegion>> all;
+  KOLO_RETURN_IF_ERROR(world_->Exchange(
+      rank_, &mine,
+      [&](const std::vector<const void*>& posts) {
+        for (const void* p : posts) all.push_back(*static_cast<const std::shared_ptr<OwnedRegion>*>(p));
+      },
+      "AllocateShared"));
+  return std::unique_ptr<SharedSegment>(new LoopbackSegment(std::move(all), bytes_per_rank));
+}
+
+LoopbackNodeWorlds::LoopbackNodeWorlds(NodeMap map, std::chrono::milliseconds deadline)
+    : map_(std::move(map)), deadline_(deadline) {}
+
+std::shared_ptr<LoopbackWorld> LoopbackNodeWorlds::WorldFor(const std::string& key, int size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& w = worlds_[key];
+  if (!w) w = std::make_shared<LoopbackWorld>(size, deadline_);
+  return w;
+}
+
+std::shared_ptr<NodeContext> LoopbackNodeWorlds::ContextFor(int rank) {
+  auto ctx = std::make_shared<NodeContext>();
+  ctx->map = map_;
+  const int node = map_.node_of_rank.at(rank);
+  const int local_rank = map_.local_rank_of.at(rank);
+  ctx->local = std::make_unique<LoopbackCommunicator>(
+      WorldFor("local" + std::to_string(node), map_.node_sizes[node]), local_rank);
+  // Cross group of local rank k: the nodes that have a k-th rank, in node order.
+  int cross_size = 0, cross_rank = 0;
+  for (int n = 0; n < map_.nodes(); ++n) {
+    if (map_.node_sizes[n] > local_rank) {
+      if (n == node) cross_rank = cross_size;
+      ++cross_size;
+    }
+  }
+  ctx->cross = std::make_unique<LoopbackCommunicator>(
+      WorldFor("cross" + std::to_string(local_rank), cross_size), cross_rank);
+  ctx->shm_capable = true;
+  return ctx;
 }
 
 }  // namespace kolo

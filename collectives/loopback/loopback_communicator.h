@@ -14,9 +14,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "collectives/communicator.h"
+#include "collectives/node_context.h"
 
 namespace kolo {
 
@@ -61,6 +63,10 @@ class LoopbackCommunicator : public Communicator {
 
   Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv, size_t recv_bytes,
                   int src, int tag) override;
+  // Sends are copied into the world's mailbox at once; receives are taken in Wait.
+  StatusOr<std::unique_ptr<P2PBatch>> Start(const std::vector<P2POp>& ops) override;
+  // Regions on the heap, shared by every rank's segment (freed with the last of them).
+  StatusOr<std::unique_ptr<SharedSegment>> AllocateShared(size_t bytes_per_rank) override;
   Status Allreduce(const void* send, void* recv, size_t count, DataType dtype,
                    ReduceOp op) override;
   Status Allgatherv(const void* send, size_t send_bytes, void* recv,
@@ -78,6 +84,24 @@ class LoopbackCommunicator : public Communicator {
  private:
   std::shared_ptr<LoopbackWorld> world_;
   int rank_;
+};
+
+// A communicator over a subset of a LoopbackWorld's threads is simply another LoopbackWorld;
+// this builds the node context of the thread world from a NodeMap: `local` and `cross`
+// loopback worlds shared by the ranks of each group, created by whichever rank asks first.
+class LoopbackNodeWorlds {
+ public:
+  LoopbackNodeWorlds(NodeMap map, std::chrono::milliseconds deadline);
+  // The context of `rank` (thread-safe; each rank calls it once).
+  std::shared_ptr<NodeContext> ContextFor(int rank);
+
+ private:
+  std::shared_ptr<LoopbackWorld> WorldFor(const std::string& key, int size);
+
+  NodeMap map_;
+  std::chrono::milliseconds deadline_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<LoopbackWorld>> worlds_;
 };
 
 }  // namespace kolo

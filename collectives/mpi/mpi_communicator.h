@@ -28,6 +28,13 @@ class MpiCommunicator : public Communicator {
 
   Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv, size_t recv_bytes,
                   int src, int tag) override;
+  // MPI_Irecv/MPI_Isend (pieces of at most INT_MAX bytes); Wait tests in a loop that spins
+  // briefly, then yields the core (ranks may outnumber cores), and runs the liveness check
+  // once a second after the first second (collectives/mpi/mpi_p2p.cc).
+  StatusOr<std::unique_ptr<P2PBatch>> Start(const std::vector<P2POp>& ops) override;
+  // POSIX shared memory created by rank 0 and opened by the others, unlinked once all have
+  // mapped it, so nothing is left in /dev/shm even if a process dies (mpi_shared.cc).
+  StatusOr<std::unique_ptr<SharedSegment>> AllocateShared(size_t bytes_per_rank) override;
   Status Allreduce(const void* send, void* recv, size_t count, DataType dtype,
                    ReduceOp op) override;
   Status Allgatherv(const void* send, size_t send_bytes, void* recv,
@@ -47,6 +54,7 @@ class MpiCommunicator : public Communicator {
   // Called about once a second while a control-plane wait has lasted over a second; an error
   // ends the wait with it (runtime/peer_watch.h: a peer process that is gone).
   void set_liveness_check(std::function<Status()> check) { liveness_check_ = std::move(check); }
+  const std::function<Status()>& liveness_check() const { return liveness_check_; }
 
  private:
   Status WaitPolled(MPI_Request* request);

@@ -19,6 +19,24 @@ void RunOnThreadWorld(int ranks, const std::function<void(Communicator&)>& fn,
   for (auto& t : threads) t.join();
 }
 
+void RunOnThreadWorld(int ranks, std::string_view grouping,
+                      const std::function<void(Communicator&)>& fn,
+                      std::chrono::milliseconds deadline) {
+  auto map = grouping == "1" ? NodeMap::OneNode(ranks) : NodeMap::Parse(grouping, ranks);
+  ASSERT_TRUE(map.ok()) << map.status().ToString();
+  auto world = std::make_shared<LoopbackWorld>(ranks, deadline);
+  LoopbackNodeWorlds nodes(*map, deadline);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      LoopbackCommunicator comm(world, r);
+      comm.set_node(nodes.ContextFor(r));
+      fn(comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
 std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config) {
   auto control = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
   auto data = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "collectives/loopback/loopback_communicator.h"
@@ -16,6 +17,13 @@ namespace kolo::testing {
 
 // Runs fn(comm) on `ranks` threads, one loopback communicator each, and joins them.
 void RunOnThreadWorld(int ranks, const std::function<void(Communicator&)>& fn,
+                      std::chrono::milliseconds deadline = std::chrono::seconds(20));
+
+// As above, with the ranks grouped into nodes by `grouping` (a KOLO_NODE_GROUPING string, e.g.
+// "1" for one node of all ranks, "2x2", "3+2"): every communicator carries a NodeContext over
+// loopback local and cross worlds, so the hierarchical and shared-memory algorithms run.
+void RunOnThreadWorld(int ranks, std::string_view grouping,
+                      const std::function<void(Communicator&)>& fn,
                       std::chrono::milliseconds deadline = std::chrono::seconds(20));
 
 // Default configuration with a short cycle, so tests that wait on a cycle are fast.

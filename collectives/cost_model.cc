@@ -1,0 +1,78 @@
+#include "collectives/cost_model.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace kolo {
+namespace {
+
+using Json = nlohmann::json;
+
+Status ReadNumber(const Json& obj, const char* key, const std::string& where, double* out) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return Status::OK();
+  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+    return InvalidArgumentError(where + ": \"" + key + "\" must be a non-negative number");
+  }
+  *out = it->get<double>();
+  return Status::OK();
+}
+
+Status ReadLink(const Json& root, const char* key, const std::string& where, LinkCost* out) {
+  auto it = root.find(key);
+  if (it == root.end()) return Status::OK();
+  if (!it->is_object()) return InvalidArgumentError(where + ": \"" + key + "\" must be an object");
+  const std::string inner = where + ": " + key;
+  KOLO_RETURN_IF_ERROR(ReadNumber(*it, "alpha_us", inner, &out->alpha_us));
+  return ReadNumber(*it, "beta_us", inner, &out->beta_us);
+}
+
+}  // namespace
+
+StatusOr<CostModel> CostModel::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError("tuning file " + path + ": cannot open it");
+  std::stringstream text;
+  text << in.rdbuf();
+  Json root = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  const std::string where = "tuning file " + path;
+  if (root.is_discarded() || !root.is_object()) {
+    return InvalidArgumentError(where + ": not a JSON object");
+  }
+  CostModel m;
+  KOLO_RETURN_IF_ERROR(ReadLink(root, "intra", where, &m.intra));
+  KOLO_RETURN_IF_ERROR(ReadLink(root, "inter", where, &m.inter));
+  KOLO_RETURN_IF_ERROR(ReadNumber(root, "gamma_us", where, &m.gamma_us));
+  KOLO_RETURN_IF_ERROR(ReadNumber(root, "copy_us", where, &m.copy_us));
+  KOLO_RETURN_IF_ERROR(ReadNumber(root, "sync_us", where, &m.sync_us));
+  m.source = path;
+  auto it = root.find("measured");
+  if (it != root.end() && it->is_string()) {
+    m.measured = it->get<std::string>();
+    m.source += " (measured " + m.measured + ")";
+  }
+  return m;
+}
+
+std::string CostModel::ToJson() const {
+  Json j;
+  j["intra"] = {{"alpha_us", intra.alpha_us}, {"beta_us", intra.beta_us}};
+  j["inter"] = {{"alpha_us", inter.alpha_us}, {"beta_us", inter.beta_us}};
+  j["gamma_us"] = gamma_us;
+  j["copy_us"] = copy_us;
+  j["sync_us"] = sync_us;
+  if (!measured.empty()) j["measured"] = measured;
+  return j.dump(2);
+}
+
+Status CostModel::Save(const std::string& path) const {
+  std::ofstream out(path);
+  if (!out) return InvalidArgumentError("tuning file " + path + ": cannot write it");
+  out << ToJson() << "\n";
+  if (!out) return InternalError("tuning file " + path + ": write failed");
+  return Status::OK();
+}
+
+}  // namespace kolo

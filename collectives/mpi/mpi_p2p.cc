@@ -1,0 +1,93 @@
+// Non-blocking point-to-point over MPI (Communicator::Start).
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+
+#include "collectives/mpi/mpi_call.h"
+#include "collectives/mpi/mpi_communicator.h"
+
+namespace kolo {
+namespace {
+
+class MpiBatch : public P2PBatch {
+ public:
+  explicit MpiBatch(const MpiCommunicator* comm) : comm_(comm) {}
+  ~MpiBatch() override {
+    // Only reached on error paths, after which the communicator is not used again: cancel
+    // what can be cancelled and let MPI drop the rest, rather than block on a failed peer.
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      if (requests_[i] == MPI_REQUEST_NULL) continue;
+      if (is_recv_[i]) MPI_Cancel(&requests_[i]);
+      MPI_Request_free(&requests_[i]);
+    }
+  }
+
+  Status Post(const P2POp& op) {
+    char* data = static_cast<char*>(op.buffer);
+    for (size_t done = 0; done < op.bytes;) {
+      const int n = static_cast<int>(std::min<size_t>(INT_MAX, op.bytes - done));
+      MPI_Request req;
+      if (op.kind == P2POp::Kind::kRecv) {
+        KOLO_MPI_CALL(MPI_Irecv(data + done, n, MPI_BYTE, op.peer, op.tag, comm_->comm(), &req));
+      } else {
+        KOLO_MPI_CALL(MPI_Isend(data + done, n, MPI_BYTE, op.peer, op.tag, comm_->comm(), &req));
+      }
+      requests_.push_back(req);
+      is_recv_.push_back(op.kind == P2POp::Kind::kRecv);
+      done += n;
+    }
+    return Status::OK();
+  }
+
+  Status Wait() override {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    auto next_check = start + std::chrono::seconds(1);
+    int n = static_cast<int>(requests_.size());
+    for (uint64_t polls = 0;; ++polls) {
+      int done = 0;
+      KOLO_MPI_CALL(MPI_Testall(n, requests_.data(), &done, MPI_STATUSES_IGNORE));
+      if (done) break;
+      // Spinning keeps latency low when the peer is running; yielding lets it run when ranks
+      // share cores (MACHINE-NOTES.md: 4 ranks on 2 cores).
+      if (polls > 64) sched_yield();
+      if ((polls & 1023) == 0 && comm_->liveness_check()) {
+        const auto now = Clock::now();
+        if (now >= next_check) {
+          KOLO_RETURN_IF_ERROR(comm_->liveness_check()());
+          next_check = now + std::chrono::seconds(1);
+        }
+      }
+    }
+    requests_.clear();
+    is_recv_.clear();
+    return Status::OK();
+  }
+
+ private:
+  const MpiCommunicator* comm_;
+  std::vector<MPI_Request> requests_;
+  std::vector<bool> is_recv_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<P2PBatch>> MpiCommunicator::Start(const std::vector<P2POp>& ops) {
+  auto batch = std::make_unique<MpiBatch>(this);
+  for (int pass = 0; pass < 2; ++pass) {
+    const P2POp::Kind kind = pass == 0 ? P2POp::Kind::kRecv : P2POp::Kind::kSend;
+    for (const P2POp& op : ops) {
+      if (op.kind != kind || op.bytes == 0) continue;
+      if (op.peer < 0 || op.peer >= size_) {
+        return InvalidArgumentError("MPI point-to-point: peer " + std::to_string(op.peer) +
+                                    " is not a rank of " + std::to_string(size_));
+      }
+      KOLO_RETURN_IF_ERROR(batch->Post(op));
+    }
+  }
+  return std::unique_ptr<P2PBatch>(std::move(batch));
+}
+
+}  // namespace kolo
