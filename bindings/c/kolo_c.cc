@@ -15,6 +15,7 @@
 #include "base/logging.h"
 #include "bindings/c/process_sets.h"
 #include "kolo/kolo.h"
+#include "collectives/mpi/mpi_node.h"
 #include "runtime/mpi_world.h"
 #include "runtime/runtime.h"
 
@@ -137,15 +138,29 @@ kolo_status_t kolo_init(void) {
   auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes));
   if (!world.ok()) return Fail(world.status());
   kolo::SetLogRank(world->layout.rank, world->layout.size);
+  // Fails every rank together (a grouping that differs or does not parse), so no rank waits.
+  auto node = kolo::MakeMpiNodeContext(world->data->comm(), config.node_grouping,
+                                       static_cast<size_t>(config.fusion_chunk_bytes));
+  if (!node.ok()) return Fail(kolo::Status(node.status()).AddContext("kolo_init"));
+  world->data->set_node(*node);
   kolo::MpiCommunicator& control = *world->control;  // owned by the runtime from here on
   auto runtime = std::make_shared<kolo::Runtime>(config, world->layout, std::move(world->control),
                                                  std::move(world->data));
   // Rank 0 opens the timeline and checks the autotune log before the ranks agree to start, so
   // an unwritable path fails kolo_init on every rank rather than leaving the others waiting.
   kolo::Status local = parsed.status();
+  std::string tuning_json;
   if (local.ok() && !config.timeline_path.empty()) {
     local = runtime->StartTimeline(config.timeline_path, config.timeline_mark_cycles)
                 .AddContext("KOLO_TIMELINE");
+  }
+  if (local.ok() && !config.tuning_file.empty()) {
+    // Every rank reads it here, before the ranks agree to start, so a missing or malformed
+    // file fails every rank's kolo_init instead of one rank's first all-reduce.
+    auto cost = kolo::CostModel::Load(config.tuning_file);
+    local = cost.ok() ? kolo::Status::OK()
+                      : kolo::Status(cost.status()).AddContext("KOLO_TUNING_FILE");
+    if (cost.ok()) tuning_json = cost->ToJson();
   }
   if (local.ok() && config.autotune && !config.autotune_log.empty() && world->layout.rank == 0) {
     std::FILE* f = std::fopen(config.autotune_log.c_str(), "a");
@@ -158,6 +173,12 @@ kolo_status_t kolo_init(void) {
   }
   kolo::Status agreed = kolo::AgreeOnStart(control, local, config);
   if (!agreed.ok()) return Fail(agreed);
+  // Every rank must pick the same algorithm for the same message.
+  agreed = kolo::AgreeOnString(control.comm(), "KOLO_ALLREDUCE_ALGO", config.allreduce_algo);
+  if (agreed.ok()) {
+    agreed = kolo::AgreeOnString(control.comm(), "the cost model of KOLO_TUNING_FILE", tuning_json);
+  }
+  if (!agreed.ok()) return Fail(agreed.AddContext("kolo_init"));
   kolo::Status hooked = kolo::CallBeforeMpiFinalize([] { kolo_shutdown(); });
   if (!hooked.ok()) return Fail(hooked);
   kolo::Status s = runtime->Start();

@@ -8,6 +8,7 @@
 #include "collectives/mpi/mpi_call.h"
 #include "kolo/kolo.h"
 #include "runtime/coordinator.h"
+#include "collectives/mpi/mpi_node.h"
 #include "runtime/mpi_world.h"
 
 namespace kolo::capi {
@@ -182,6 +183,11 @@ StatusOr<int> AddProcessSet(const std::vector<int>& requested) {
     Config config = g_config;
     config.timeline_path.clear();
     config.autotune_log.clear();
+    // Nodes of a set are its members' hosts: KOLO_NODE_GROUPING describes the whole job.
+    config.node_grouping.clear();
+    auto node = MakeMpiNodeContext(world->data->comm(), "", static_cast<size_t>(g_config.fusion_chunk_bytes));
+    if (!node.ok()) return Status(node.status()).AddContext("add_process_set " + List(ranks));
+    world->data->set_node(*node);
     set.runtime = std::make_shared<Runtime>(config, world->layout, std::move(world->control),
                                             std::move(world->data));
     Status started = set.runtime->Start();

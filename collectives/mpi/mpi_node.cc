@@ -1,0 +1,116 @@
+#include "collectives/mpi/mpi_node.h"
+
+#include <vector>
+
+#include "collectives/mpi/mpi_call.h"
+#include "collectives/mpi/mpi_communicator.h"
+
+namespace kolo {
+namespace {
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Every rank's string, gathered (small strings only: knob values).
+Status GatherStrings(MPI_Comm comm, const std::string& mine, std::vector<std::string>* all) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(size), offsets(size);
+  KOLO_MPI_CALL(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm));
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[r] = total;
+    total += lens[r];
+  }
+  std::string joined(static_cast<size_t>(total), '\0');
+  KOLO_MPI_CALL(MPI_Allgatherv(mine.data(), len, MPI_CHAR, joined.data(), lens.data(),
+                               offsets.data(), MPI_CHAR, comm));
+  all->clear();
+  for (int r = 0; r < size; ++r) all->push_back(joined.substr(offsets[r], lens[r]));
+  return Status::OK();
+}
+
+}  // namespace
+
+Status AgreeOnString(MPI_Comm comm, const char* what, const std::string& value) {
+  unsigned long long h = Fnv1a(value), lo = 0, hi = 0;
+  KOLO_MPI_CALL(MPI_Allreduce(&h, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm));
+  KOLO_MPI_CALL(MPI_Allreduce(&h, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm));
+  if (lo == hi) return Status::OK();
+  std::vector<std::string> all;
+  KOLO_RETURN_IF_ERROR(GatherStrings(comm, value, &all));
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) {
+      return InvalidArgumentError(std::string(what) + " must be the same on every rank: rank 0 has '" +
+                                  all[0] + "', rank " + std::to_string(r) + " has '" + all[r] +
+                                  "'");
+    }
+  }
+  return Status::OK();
+}
+
+StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(MPI_Comm comm,
+                                                          const std::string& grouping,
+                                                          size_t max_call_bytes) {
+  KOLO_RETURN_IF_ERROR(AgreeOnString(comm, "KOLO_NODE_GROUPING", grouping));
+  int rank = 0, size = 0;
+  KOLO_MPI_CALL(MPI_Comm_rank(comm, &rank));
+  KOLO_MPI_CALL(MPI_Comm_size(comm, &size));
+
+  // Host of every rank: the lowest rank on it.
+  MPI_Comm host;
+  KOLO_MPI_CALL(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host));
+  int host_id = 0;
+  const int rc = MPI_Allreduce(&rank, &host_id, 1, MPI_INT, MPI_MIN, host);
+  MPI_Comm_free(&host);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Allreduce(host id)");
+  std::vector<int> host_of(size);
+  KOLO_MPI_CALL(MPI_Allgather(&host_id, 1, MPI_INT, host_of.data(), 1, MPI_INT, comm));
+
+  auto ctx = std::make_shared<NodeContext>();
+  if (grouping.empty()) {
+    ctx->map = NodeMap::FromNodeIds(host_of);
+  } else {
+    // Same string everywhere (checked above), so it parses or fails the same everywhere.
+    auto parsed = NodeMap::Parse(grouping, size);
+    if (!parsed.ok()) return parsed.status();
+    ctx->map = *parsed;
+  }
+  const int node = ctx->map.node_of_rank[rank];
+  const int local_rank = ctx->map.local_rank_of[rank];
+  bool node_on_one_host = true;
+  for (int r = 0; r < size; ++r) {
+    if (ctx->map.node_of_rank[r] == node && host_of[r] != host_of[rank]) node_on_one_host = false;
+  }
+
+  MPI_Comm local, cross;
+  KOLO_MPI_CALL(MPI_Comm_split(comm, node, local_rank, &local));
+  KOLO_MPI_CALL(MPI_Comm_split(comm, local_rank, node, &cross));
+  auto local_comm = std::make_unique<MpiCommunicator>(local, max_call_bytes);
+  ctx->cross = std::make_unique<MpiCommunicator>(cross, max_call_bytes);
+
+  // Probe shared memory once, so the selector knows before it picks. Every rank of a node
+  // takes the same branch: node_on_one_host is a fact of the whole node... except when the
+  // grouping splits differently from hosts, so the decision is agreed inside the node.
+  int can = node_on_one_host ? 1 : 0, all_can = 0;
+  KOLO_MPI_CALL(MPI_Allreduce(&can, &all_can, 1, MPI_INT, MPI_MIN, local));
+  if (!all_can) {
+    ctx->shm_reason = "node " + std::to_string(node) + " of KOLO_NODE_GROUPING='" + grouping +
+                      "' spans more than one host";
+  } else {
+    auto probe = local_comm->AllocateShared(64);
+    if (probe.ok()) {
+      ctx->shm_capable = true;
+    } else {
+      ctx->shm_reason = probe.status().message();
+    }
+  }
+  ctx->local = std::move(local_comm);
+  return ctx;
+}
+
+}  // namespace kolo

@@ -1,0 +1,30 @@
+// The node context of an MPI communicator (collectives/node_context.h): which ranks share a
+// node, the node-local and cross-node communicators, and whether the node-local one can share
+// memory. Nodes are the hosts (MPI_COMM_TYPE_SHARED) unless KOLO_NODE_GROUPING says otherwise;
+// a grouping whose node spans two hosts still runs the hierarchical algorithms (over MPI
+// point-to-point) but not the shared-memory ones.
+#ifndef KOLO_COLLECTIVES_MPI_MPI_NODE_H_
+#define KOLO_COLLECTIVES_MPI_MPI_NODE_H_
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "collectives/node_context.h"
+
+namespace kolo {
+
+// Collective over `comm`. Succeeds or fails on every rank together: a grouping that differs
+// between ranks or does not parse fails all of them with a message naming it (and the ranks).
+StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(MPI_Comm comm,
+                                                          const std::string& grouping,
+                                                          size_t max_call_bytes);
+
+// Fails every rank unless `value` is the same string on all ranks of `comm`:
+// "<what> must be the same on every rank: rank 0 has 'a', rank 2 has 'b'". Collective.
+Status AgreeOnString(MPI_Comm comm, const char* what, const std::string& value);
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_MPI_MPI_NODE_H_
