@@ -5,10 +5,16 @@
 // WidenToFloat32 writes twice the bytes it reads. The simd:0 rows force the baseline loops (what
 // a CPU without AVX2/F16C, or a non-x86 one, runs).
 //
+// Every dtype x op of ReduceInto has a row (ReduceKernel/<dtype>/<op>), with a `traffic`
+// counter (bytes read + written per second) to hold against the Memcpy and AddFloat32Plain
+// rows, which are what the memory system gives a plain loop here.
+//
 // Link Google Benchmark without benchmark_main: this file has its own BENCHMARK_MAIN.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "collectives/reduce.h"
@@ -94,6 +100,85 @@ void Sizes(benchmark::internal::Benchmark* b) {
   }
 }
 
+// The memory-bandwidth yardsticks: memcpy (read n, write n) and c = a + b as plain scalar code
+// the compiler vectorises (read 2n, write n, the traffic of ReduceInto). Every kernel's
+// `traffic` counter (bytes read + written per second) compares with these rows' on the same
+// machine in the same run.
+void Memcpy(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["traffic"] = benchmark::Counter(static_cast<double>(2 * bytes),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void AddFloat32Plain(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0)) / sizeof(float);
+  std::vector<float> a(n, 1.0f), b(n, 1e-30f);
+  for (auto _ : state) {
+    float* __restrict pa = a.data();
+    const float* __restrict pb = b.data();
+    for (size_t i = 0; i < n; ++i) pa[i] += pb[i];
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
+  state.counters["traffic"] = benchmark::Counter(static_cast<double>(3 * n * sizeof(float)),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ReduceInto for one dtype x op: Args {bytes, simd}. Data: ones (Product and Min/Max keep them
+// ones, Sum grows them slowly), so no dtype overflows into slow paths (denormals, NaN).
+void ReduceKernel(benchmark::State& state, DataType dtype, ReduceOp op) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  SimdScope simd(state.range(1) != 0);
+  const size_t count = bytes / DataTypeSize(dtype);
+  std::vector<char> inout(count * DataTypeSize(dtype)), in(inout.size());
+  for (size_t i = 0; i < count; ++i) {
+    // 1 in every dtype's encoding (0x3c00 float16, 0x3f80 bfloat16).
+    switch (dtype) {
+      case DataType::kFloat16: reinterpret_cast<uint16_t*>(inout.data())[i] = 0x3c00; break;
+      case DataType::kBFloat16: reinterpret_cast<uint16_t*>(inout.data())[i] = 0x3f80; break;
+      case DataType::kFloat32: reinterpret_cast<float*>(inout.data())[i] = 1.0f; break;
+      case DataType::kFloat64: reinterpret_cast<double*>(inout.data())[i] = 1.0; break;
+      default: std::memset(inout.data() + i * DataTypeSize(dtype), 0, DataTypeSize(dtype));
+               inout[i * DataTypeSize(dtype)] = 1;
+    }
+  }
+  in = inout;
+  for (auto _ : state) {
+    if (!ReduceInto(inout.data(), in.data(), count, dtype, op).ok()) {
+      state.SkipWithError("ReduceInto failed");
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["traffic"] = benchmark::Counter(static_cast<double>(3 * bytes),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Every dtype x op, registered at start-up (names like ReduceKernel/int8/max).
+const bool kRegistered = [] {
+  const DataType dtypes[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
+                             DataType::kInt16,   DataType::kInt32,    DataType::kInt64,
+                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                             DataType::kFloat64, DataType::kBool};
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+  for (DataType t : dtypes) {
+    for (ReduceOp op : ops) {
+      const std::string name = "ReduceKernel/" + std::string(DataTypeName(t)) + "/" +
+                               std::string(ReduceOpName(op));
+      benchmark::RegisterBenchmark(name.c_str(), ReduceKernel, t, op)->Apply(Sizes);
+    }
+  }
+  return true;
+}();
+
+BENCHMARK(Memcpy)->ArgName("bytes")->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
+BENCHMARK(AddFloat32Plain)->ArgName("bytes")->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
 BENCHMARK(ReduceFloat32Sum)->Apply(Sizes);
 BENCHMARK(ReduceFloat16Sum)->Apply(Sizes);
 BENCHMARK(WidenFloat16)->Apply(Sizes);
