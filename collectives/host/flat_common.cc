@@ -19,7 +19,8 @@ Status SupportsKernelOp(std::string_view algorithm, const SelectionInput& in) {
     case ReduceOp::kProduct:
       return Status::OK();
     default:
-      return UnimplementedError(std::string(algorithm) + " reduces with the kernels, which have no " +
+      return UnimplementedError(std::string(algorithm) +
+                                " reduces with the kernels, which have no " +
                                 std::string(ReduceOpName(in.op)));
   }
 }

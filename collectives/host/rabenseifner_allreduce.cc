@@ -51,9 +51,9 @@ Status RabenseifnerAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
 
   const internal::Pof2Fold fold = internal::Pof2Fold::Of(comm.Rank(), p);
   char* tmp = internal::GrowScratch(&scratch_, bytes);
-  KOLO_RETURN_IF_ERROR(internal::FoldIn(comm, fold, buf, tmp, args.count, args.dtype, args.op,
-                                        kFoldTag)
-                           .AddContext("rabenseifner"));
+  KOLO_RETURN_IF_ERROR(
+      internal::FoldIn(comm, fold, buf, tmp, args.count, args.dtype, args.op, kFoldTag)
+          .AddContext("rabenseifner"));
   if (fold.newrank >= 0) {
     const Blocks b{args.count, static_cast<size_t>(fold.pof2)};
     // The window before each halving step, for the all-gather to walk back up.
@@ -80,13 +80,13 @@ Status RabenseifnerAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
                                          other + keep_at, keep_n * esize, partner, kHalvingTag)
                                .AddContext(where));
       if (lower) {
-        KOLO_RETURN_IF_ERROR(ReduceInto(mine + keep_at, other + keep_at, keep_n, args.dtype,
-                                        args.op)
-                                 .AddContext(where));
+        KOLO_RETURN_IF_ERROR(
+            ReduceInto(mine + keep_at, other + keep_at, keep_n, args.dtype, args.op)
+                .AddContext(where));
       } else {
-        KOLO_RETURN_IF_ERROR(ReduceInto(other + keep_at, mine + keep_at, keep_n, args.dtype,
-                                        args.op)
-                                 .AddContext(where));
+        KOLO_RETURN_IF_ERROR(
+            ReduceInto(other + keep_at, mine + keep_at, keep_n, args.dtype, args.op)
+                .AddContext(where));
         std::swap(mine, other);
       }
       path[steps] = {lo, hi};
@@ -102,13 +102,12 @@ Status RabenseifnerAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
       // The sibling of [lo, hi) inside the parent window.
       const int sib_lo = lo == parent.lo ? hi : parent.lo;
       const int sib_hi = lo == parent.lo ? parent.hi : lo;
-      KOLO_RETURN_IF_ERROR(
-          comm.SendRecv(buf + b.First(lo) * esize, b.Count(lo, hi) * esize, partner,
-                        buf + b.First(sib_lo) * esize, b.Count(sib_lo, sib_hi) * esize, partner,
-                        kDoublingTag)
-              .AddContext("rabenseifner all-gather step " +
-                          std::to_string(internal::FloorLog2(fold.pof2) - steps) + " with rank " +
-                          std::to_string(partner)));
+      KOLO_RETURN_IF_ERROR(comm.SendRecv(buf + b.First(lo) * esize, b.Count(lo, hi) * esize,
+                                         partner, buf + b.First(sib_lo) * esize,
+                                         b.Count(sib_lo, sib_hi) * esize, partner, kDoublingTag)
+                               .AddContext("rabenseifner all-gather step " +
+                                           std::to_string(internal::FloorLog2(fold.pof2) - steps) +
+                                           " with rank " + std::to_string(partner)));
       lo = parent.lo;
       hi = parent.hi;
     }

@@ -36,9 +36,9 @@ Status RecursiveDoublingAllreduce::Run(Communicator& comm, const AllreduceArgs& 
 
   const internal::Pof2Fold fold = internal::Pof2Fold::Of(comm.Rank(), p);
   char* tmp = internal::GrowScratch(&scratch_, bytes);
-  KOLO_RETURN_IF_ERROR(internal::FoldIn(comm, fold, buf, tmp, args.count, args.dtype, args.op,
-                                        kRdTag)
-                           .AddContext("recursive doubling"));
+  KOLO_RETURN_IF_ERROR(
+      internal::FoldIn(comm, fold, buf, tmp, args.count, args.dtype, args.op, kRdTag)
+          .AddContext("recursive doubling"));
   if (fold.newrank >= 0) {
     // `mine` holds this rank's running result, `other` receives the partner's; when the
     // partner is the lower rank the result is computed into `other` and the two swap roles,

@@ -59,9 +59,8 @@ RingItem ItemOf(const RingPlan& plan, size_t rank, size_t i) {
 std::string Where(const RingPlan& plan, const RingItem& it) {
   const size_t steps = plan.p - 1;
   return std::string("ring ") + (it.reduce ? "reduce-scatter" : "all-gather") + " step " +
-         std::to_string((it.reduce ? it.step : it.step - steps) + 1) + "/" +
-         std::to_string(steps) + " segment " + std::to_string(it.segment + 1) + "/" +
-         std::to_string(plan.segments);
+         std::to_string((it.reduce ? it.step : it.step - steps) + 1) + "/" + std::to_string(steps) +
+         " segment " + std::to_string(it.segment + 1) + "/" + std::to_string(plan.segments);
 }
 
 }  // namespace
@@ -121,9 +120,9 @@ Status RingAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
     std::unique_ptr<P2PBatch> following;
     if (overlap && i + 1 < items) KOLO_RETURN_IF_ERROR(start(i + 1, &following));
     if (it.reduce && it.recv_n) {
-      KOLO_RETURN_IF_ERROR(ReduceInto(buf + it.recv_first * esize, slots[i % 2], it.recv_n,
-                                      args.dtype, args.op)
-                               .AddContext(Where(plan, it)));
+      KOLO_RETURN_IF_ERROR(
+          ReduceInto(buf + it.recv_first * esize, slots[i % 2], it.recv_n, args.dtype, args.op)
+              .AddContext(Where(plan, it)));
     }
     if (!overlap && i + 1 < items) KOLO_RETURN_IF_ERROR(start(i + 1, &following));
     batch = std::move(following);

@@ -8,9 +8,8 @@
 // print their failures on stderr; at the end of each test a failure flag is all-reduced, so a
 // failure on any rank fails the test on every rank, and the exit status is the same everywhere.
 // There is no node context under MPI here, so node-aware algorithms decline (and are skipped).
-#include <mpi.h>
-
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <cstdio>
 #include <memory>

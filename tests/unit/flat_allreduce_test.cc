@@ -28,15 +28,15 @@ TEST_P(RingSegmentsTest, ManySegmentsMatchReference) {
     ring.set_segment_bytes_for_testing(segment_bytes);
     std::vector<std::string> mine;
     int index = 0;
-    for (DataType t : {DataType::kInt8, DataType::kFloat16, DataType::kFloat32,
-                       DataType::kFloat64}) {
+    for (DataType t :
+         {DataType::kInt8, DataType::kFloat16, DataType::kFloat32, DataType::kFloat64}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
         for (size_t count : AlgorithmCounts(ranks, /*with_large=*/false)) {
           if (segment_bytes < 8 && count > 1023) continue;  // thousands of tiny messages
           CaseResult r = CheckAllreduceCase(comm, ring, t, op, count, (index++ % 2) == 0);
           if (!r.ran) r.failure = "ring declined: " + r.declined_why;
-          if (!r.failure.empty()) mine.push_back(r.failure + " segment_bytes=" +
-                                                 std::to_string(segment_bytes));
+          if (!r.failure.empty())
+            mine.push_back(r.failure + " segment_bytes=" + std::to_string(segment_bytes));
         }
       }
     }
@@ -52,8 +52,7 @@ TEST_P(RingSegmentsTest, ManySegmentsMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(All, RingSegmentsTest,
                          ::testing::Combine(::testing::Values(2, 3, 5),
-                                            ::testing::Values(size_t{1}, size_t{24},
-                                                              size_t{256})),
+                                            ::testing::Values(size_t{1}, size_t{24}, size_t{256})),
                          [](const auto& info) {
                            return "np" + std::to_string(std::get<0>(info.param)) + "_seg" +
                                   std::to_string(std::get<1>(info.param));
@@ -82,15 +81,13 @@ TEST(FlatCostTest, FormulasOfThePapers) {
   EXPECT_DOUBLE_EQ(rab.EstimateMicros(Input(4, n, cost)),
                    4 * a + 2 * 3.0 / 4 * n * b + 3.0 / 4 * n * g);
   // p = 5 folds onto 4: two more steps.
-  EXPECT_DOUBLE_EQ(rd.EstimateMicros(Input(5, n, cost)),
-                   3 * (a + n * b + n * g) + a + n * b);
+  EXPECT_DOUBLE_EQ(rd.EstimateMicros(Input(5, n, cost)), 3 * (a + n * b + n * g) + a + n * b);
   EXPECT_DOUBLE_EQ(rab.EstimateMicros(Input(5, n, cost)),
                    4 * a + 2 * 3.0 / 4 * n * b + 3.0 / 4 * n * g + 2 * a + 2 * n * b + n * g);
   // Every segment is a message: 1 MiB chunks of 256 KiB segments cost 4x the latency.
-  EXPECT_DOUBLE_EQ(ring.EstimateMicros(Input(2, 2 << 20, cost)) -
-                       ring.EstimateMicros(Input(2, 256 << 10, cost)),
-                   3 * 2 * a + 2 * 0.5 * ((2 << 20) - (256 << 10)) * b +
-                       0.5 * ((2 << 20) - (256 << 10)) * g);
+  EXPECT_DOUBLE_EQ(
+      ring.EstimateMicros(Input(2, 2 << 20, cost)) - ring.EstimateMicros(Input(2, 256 << 10, cost)),
+      3 * 2 * a + 2 * 0.5 * ((2 << 20) - (256 << 10)) * b + 0.5 * ((2 << 20) - (256 << 10)) * g);
   for (int p : {1}) {
     EXPECT_EQ(ring.EstimateMicros(Input(p, n, cost)), 0);
     EXPECT_EQ(rd.EstimateMicros(Input(p, n, cost)), 0);
@@ -107,8 +104,7 @@ TEST(FlatCostTest, RecursiveDoublingForSmallRingOrRabenseifnerForLarge) {
     EXPECT_LT(rd.EstimateMicros(Input(p, 64, cost)), ring.EstimateMicros(Input(p, 64, cost)));
     EXPECT_LT(rd.EstimateMicros(Input(p, 64, cost)), rab.EstimateMicros(Input(p, 64, cost)));
     const SelectionInput big = Input(p, 64 << 20, cost);
-    EXPECT_LT(std::min(ring.EstimateMicros(big), rab.EstimateMicros(big)),
-              rd.EstimateMicros(big));
+    EXPECT_LT(std::min(ring.EstimateMicros(big), rab.EstimateMicros(big)), rd.EstimateMicros(big));
   }
 }
 
