@@ -1,5 +1,8 @@
 #include "collectives/registry.h"
 
+#include "collectives/host/rabenseifner_allreduce.h"
+#include "collectives/host/recursive_doubling_allreduce.h"
+#include "collectives/host/ring_allreduce.h"
 #include "collectives/native_allreduce.h"
 #include "collectives/node_context.h"
 
@@ -7,7 +10,12 @@ namespace kolo {
 
 std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms() {
   std::vector<std::unique_ptr<AllreduceAlgorithm>> table;
+  // Ties go to the earlier entry: the library's own first, then the flat point-to-point
+  // algorithms from small to large messages.
   table.push_back(std::make_unique<NativeAllreduce>());
+  table.push_back(std::make_unique<RecursiveDoublingAllreduce>());
+  table.push_back(std::make_unique<RabenseifnerAllreduce>());
+  table.push_back(std::make_unique<RingAllreduce>());
   return table;
 }
 

@@ -1,0 +1,137 @@
+// Tier 2 of every all-reduce algorithm in the registry: the cases of the thread-world suite
+// (tests/unit/algorithm_check.h: every dtype x op x count, 2^20 included, in and out of place,
+// plus random float32 sums that must be bitwise equal on every rank) run over an
+// MpiCommunicator under mpirun. It links kolo_core directly (no runtime, no C API): the
+// algorithms alone over real MPI point-to-point.
+//
+// Its own main: MPI_Init_thread(MPI_THREAD_MULTIPLE); rank 0 prints gtest's output, other ranks
+// print their failures on stderr; at the end of each test a failure flag is all-reduced, so a
+// failure on any rank fails the test on every rank, and the exit status is the same everywhere.
+// There is no node context under MPI here, so node-aware algorithms decline (and are skipped).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/host/ring_allreduce.h"
+#include "collectives/mpi/mpi_communicator.h"
+#include "collectives/registry.h"
+#include "unit/algorithm_check.h"
+
+namespace kolo::testing {
+namespace {
+
+MpiCommunicator* g_comm = nullptr;
+
+// Reports this rank's failures and fails the test on every rank if any rank failed.
+void FailEverywhereIfAnyFailed(const std::vector<std::string>& failures) {
+  const int rank = g_comm->Rank();
+  for (const std::string& f : failures) {
+    if (rank != 0) std::fprintf(stderr, "[rank %d] %s\n", rank, f.c_str());
+    ADD_FAILURE() << "rank " << rank << ": " << f;
+  }
+  int mine = failures.empty() ? 0 : 1;
+  std::vector<int> all(g_comm->Size(), 0);
+  MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  std::string ranks;
+  for (int r = 0; r < g_comm->Size(); ++r) {
+    if (all[r]) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  }
+  if (!ranks.empty() && !mine) ADD_FAILURE() << "failed on rank(s) " << ranks << " (their stderr)";
+}
+
+std::vector<std::string> AlgorithmNames() {
+  std::vector<std::string> names;
+  for (const auto& a : MakeAllreduceAlgorithms()) names.emplace_back(a->Name());
+  return names;
+}
+
+class AlgorithmMpiTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AlgorithmMpiTest, EveryDtypeOpCountMatchesReference) {
+  auto table = MakeAllreduceAlgorithms();
+  AllreduceAlgorithm* algo = nullptr;
+  for (auto& a : table) {
+    if (a->Name() == GetParam()) algo = a.get();
+  }
+  ASSERT_NE(algo, nullptr);
+  Communicator& comm = *g_comm;
+  std::vector<std::string> failures;
+  size_t ran = 0;
+  std::string declined_why;
+  int index = 0;
+  for (DataType t : AllAlgorithmDtypes()) {
+    for (ReduceOp op : KernelOps()) {
+      for (size_t count : AlgorithmCounts(comm.Size(), /*with_large=*/true)) {
+        CaseResult r = CheckAllreduceCase(comm, *algo, t, op, count, (index++ % 2) == 0);
+        if (r.ran) ++ran;
+        if (!r.ran) declined_why = r.declined_why;
+        if (!r.failure.empty() && failures.size() < 20) failures.push_back(r.failure);
+      }
+    }
+  }
+  for (size_t count : {size_t{1}, size_t{1000}, size_t{65537}, size_t{1} << 20}) {
+    std::string f = CheckRandomFloat32Sum(comm, *algo, count);
+    if (!f.empty()) failures.push_back(f);
+  }
+  FailEverywhereIfAnyFailed(failures);
+  // Supports() is deterministic from shared facts, so every rank skips or none does.
+  if (ran == 0) GTEST_SKIP() << GetParam() << " declines every case: " << declined_why;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AlgorithmMpiTest, ::testing::ValuesIn(AlgorithmNames()),
+                         [](const auto& info) { return info.param; });
+
+// The ring's segment pipeline (Communicator::Start overlapping the next segment's transfer
+// with this one's reduction) on many small segments, over real MPI requests.
+TEST(RingSegmentsMpiTest, ManySegmentsMatchReference) {
+  Communicator& comm = *g_comm;
+  std::vector<std::string> failures;
+  for (size_t segment_bytes : {size_t{1}, size_t{24}, size_t{4096}}) {
+    RingAllreduce ring;
+    ring.set_segment_bytes_for_testing(segment_bytes);
+    int index = 0;
+    for (DataType t : {DataType::kInt8, DataType::kFloat16, DataType::kFloat64}) {
+      for (size_t count : AlgorithmCounts(comm.Size(), /*with_large=*/segment_bytes >= 4096)) {
+        if (segment_bytes < 8 && count > 1023) continue;
+        CaseResult r = CheckAllreduceCase(comm, ring, t, ReduceOp::kSum, count, index++ % 2 == 0);
+        if (!r.failure.empty()) failures.push_back(r.failure);
+      }
+    }
+    std::string f = CheckRandomFloat32Sum(comm, ring, 4097);
+    if (!f.empty()) failures.push_back(f + " segment_bytes=" + std::to_string(segment_bytes));
+  }
+  FailEverywhereIfAnyFailed(failures);
+}
+
+}  // namespace
+}  // namespace kolo::testing
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "MPI_Init_thread failed\n");
+    return 1;
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  if (rank != 0) delete listeners.Release(listeners.default_result_printer());
+  int failed = 0;
+  {
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    auto comm = std::make_unique<kolo::MpiCommunicator>(dup, size_t{16} << 20);
+    kolo::testing::g_comm = comm.get();
+    failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+    kolo::testing::g_comm = nullptr;
+  }
+  int any_failed = 0;
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any_failed ? 1 : 0;
+}
