@@ -1,6 +1,9 @@
 #include "collectives/registry.h"
 
 #include "collectives/native_allreduce.h"
+// Tree all-reduces (issue 5).
+#include "collectives/host/dbtree_allreduce.h"
+#include "collectives/host/tree_allreduce.h"
 #include "collectives/node_context.h"
 
 namespace kolo {
@@ -8,6 +11,9 @@ namespace kolo {
 std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms() {
   std::vector<std::unique_ptr<AllreduceAlgorithm>> table;
   table.push_back(std::make_unique<NativeAllreduce>());
+  // Tree all-reduces: small to mid messages, many ranks.
+  table.push_back(std::make_unique<TreeAllreduce>());
+  table.push_back(std::make_unique<DoubleBinaryTreeAllreduce>());
   return table;
 }
 
