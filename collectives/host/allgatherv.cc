@@ -49,18 +49,16 @@ Status RecursiveDoublingAllgatherv(Communicator& comm, const void* send, size_t 
                                    void* recv, const std::vector<size_t>& recv_bytes) {
   const int p = comm.Size(), r = comm.Rank();
   if ((p & (p - 1)) != 0) return RingAllgatherv(comm, send, send_bytes, recv, recv_bytes);
-  KOLO_ASSIGN_OR_RETURN(
-      std::vector<size_t> off,
-      Prepare(comm, send, send_bytes, recv, recv_bytes, "recursive-doubling all-gather"));
+  KOLO_ASSIGN_OR_RETURN(std::vector<size_t> off, Prepare(comm, send, send_bytes, recv, recv_bytes,
+                                                         "recursive-doubling all-gather"));
   char* out = static_cast<char*>(recv);
   for (int mask = 1, step = 1; mask < p; mask <<= 1, ++step) {
     const int partner = r ^ mask;
     const int mine = r & ~(mask - 1), theirs = partner & ~(mask - 1);
-    KOLO_RETURN_IF_ERROR(comm.SendRecv(out + off[mine], off[mine + mask] - off[mine], partner,
-                                       out + off[theirs], off[theirs + mask] - off[theirs],
-                                       partner, kTag + 1)
-                             .AddContext("recursive-doubling all-gather step " +
-                                         std::to_string(step)));
+    KOLO_RETURN_IF_ERROR(
+        comm.SendRecv(out + off[mine], off[mine + mask] - off[mine], partner, out + off[theirs],
+                      off[theirs + mask] - off[theirs], partner, kTag + 1)
+            .AddContext("recursive-doubling all-gather step " + std::to_string(step)));
   }
   return Status::OK();
 }

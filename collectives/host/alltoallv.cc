@@ -17,8 +17,8 @@ Status PairwiseAlltoallv(Communicator& comm, const void* send,
   }
   if (send_bytes[r] != recv_bytes[r]) {
     return InvalidArgumentError("pairwise all-to-all: rank " + std::to_string(r) + " sends " +
-                                "itself " + std::to_string(send_bytes[r]) +
-                                " bytes but expects " + std::to_string(recv_bytes[r]));
+                                "itself " + std::to_string(send_bytes[r]) + " bytes but expects " +
+                                std::to_string(recv_bytes[r]));
   }
   std::vector<size_t> soff(p + 1, 0), roff(p + 1, 0);
   for (int q = 0; q < p; ++q) {

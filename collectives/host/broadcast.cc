@@ -26,15 +26,15 @@ Status BinomialBroadcast(Communicator& comm, void* buffer, size_t bytes, int roo
   int mask = 1;
   while (mask < p && !(v & mask)) mask <<= 1;
   if (v != 0) {
-    KOLO_RETURN_IF_ERROR(comm.SendRecv(nullptr, 0, 0, buffer, bytes, real(v - mask), kTagTree)
-                             .AddContext("binomial broadcast: receive from rank " +
-                                         std::to_string(real(v - mask))));
+    KOLO_RETURN_IF_ERROR(
+        comm.SendRecv(nullptr, 0, 0, buffer, bytes, real(v - mask), kTagTree)
+            .AddContext("binomial broadcast: receive from rank " + std::to_string(real(v - mask))));
   }
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (v + mask >= p) continue;
-    KOLO_RETURN_IF_ERROR(comm.SendRecv(buffer, bytes, real(v + mask), nullptr, 0, 0, kTagTree)
-                             .AddContext("binomial broadcast: send to rank " +
-                                         std::to_string(real(v + mask))));
+    KOLO_RETURN_IF_ERROR(
+        comm.SendRecv(buffer, bytes, real(v + mask), nullptr, 0, 0, kTagTree)
+            .AddContext("binomial broadcast: send to rank " + std::to_string(real(v + mask))));
   }
   return Status::OK();
 }
@@ -55,16 +55,16 @@ Status ScatterAllgatherBroadcast(Communicator& comm, void* buffer, size_t bytes,
   while (mask < p && !(v & mask)) mask <<= 1;
   if (v != 0) {
     const int end = std::min(v + mask, p);
-    KOLO_RETURN_IF_ERROR(comm.SendRecv(nullptr, 0, 0, buf + at(v), at(end) - at(v),
-                                       real(v - mask), kTagTree)
-                             .AddContext("scatter-allgather broadcast: scatter"));
+    KOLO_RETURN_IF_ERROR(
+        comm.SendRecv(nullptr, 0, 0, buf + at(v), at(end) - at(v), real(v - mask), kTagTree)
+            .AddContext("scatter-allgather broadcast: scatter"));
   }
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (v + mask >= p) continue;
     const int begin = v + mask, end = std::min(v + 2 * mask, p);
-    KOLO_RETURN_IF_ERROR(comm.SendRecv(buf + at(begin), at(end) - at(begin), real(begin),
-                                       nullptr, 0, 0, kTagTree)
-                             .AddContext("scatter-allgather broadcast: scatter"));
+    KOLO_RETURN_IF_ERROR(
+        comm.SendRecv(buf + at(begin), at(end) - at(begin), real(begin), nullptr, 0, 0, kTagTree)
+            .AddContext("scatter-allgather broadcast: scatter"));
   }
 
   // Ring all-gather of the chunks, in virtual-rank order.

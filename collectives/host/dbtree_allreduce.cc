@@ -17,8 +17,7 @@ double DoubleBinaryTreeAllreduce::EstimateMicros(const SelectionInput& in) const
   const double n = static_cast<double>(in.bytes);
   const double s = std::max(1.0, std::ceil(n / 2 / static_cast<double>(segment_bytes_)));
   const LinkCost& link = FlatLink(in);
-  return 2 * (depth + s - 1) * (2 * link.alpha_us + n / s * link.beta_us) +
-         n * in.cost->gamma_us;
+  return 2 * (depth + s - 1) * (2 * link.alpha_us + n / s * link.beta_us) + n * in.cost->gamma_us;
 }
 
 Status DoubleBinaryTreeAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {

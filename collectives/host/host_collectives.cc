@@ -20,7 +20,9 @@ Status RingReduceScatterDefault(Communicator& comm, const void* send, void* recv
 const std::vector<HostAlgorithm<AllgathervFn>>& HostAllgathervAlgorithms() {
   static const std::vector<HostAlgorithm<AllgathervFn>> table = {
       {"ring", "(p-1) alpha + (p-1)/p n beta",
-       [](const HostCostInput& in) { return (P(in) - 1) * in.link.alpha_us + Share(in) * in.link.beta_us; },
+       [](const HostCostInput& in) {
+         return (P(in) - 1) * in.link.alpha_us + Share(in) * in.link.beta_us;
+       },
        &RingAllgatherv},
       {"rd", "log2(p) alpha + (p-1)/p n beta (power-of-two p; otherwise ring's)",
        [](const HostCostInput& in) {
@@ -64,7 +66,9 @@ const std::vector<HostAlgorithm<ReduceScatterFn>>& HostReduceScatterAlgorithms()
 const std::vector<HostAlgorithm<AlltoallvFn>>& HostAlltoallvAlgorithms() {
   static const std::vector<HostAlgorithm<AlltoallvFn>> table = {
       {"pairwise", "(p-1) alpha + (p-1)/p n beta",
-       [](const HostCostInput& in) { return (P(in) - 1) * in.link.alpha_us + Share(in) * in.link.beta_us; },
+       [](const HostCostInput& in) {
+         return (P(in) - 1) * in.link.alpha_us + Share(in) * in.link.beta_us;
+       },
        &PairwiseAlltoallv},
   };
   return table;

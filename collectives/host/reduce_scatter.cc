@@ -34,12 +34,12 @@ Status RingReduceScatter(Communicator& comm, const void* send, void* recv,
 
   // sends[s % 2]: started at step s from scratch slot s % 2 (step 0's own data: slot 1).
   std::vector<std::unique_ptr<P2PBatch>> sends[2];
-  auto send_segments = [&](const char* base, size_t count, std::vector<std::unique_ptr<P2PBatch>>* to)
-      -> Status {
+  auto send_segments = [&](const char* base, size_t count,
+                           std::vector<std::unique_ptr<P2PBatch>>* to) -> Status {
     for (size_t j = 0; j < count; j += seg) {
-      KOLO_ASSIGN_OR_RETURN(auto b, comm.Start({P2POp::Send(base + j * esize,
-                                                            std::min(seg, count - j) * esize,
-                                                            right, kTag)}));
+      KOLO_ASSIGN_OR_RETURN(
+          auto b, comm.Start({P2POp::Send(base + j * esize, std::min(seg, count - j) * esize, right,
+                                          kTag)}));
       to->push_back(std::move(b));
     }
     return Status::OK();
@@ -49,9 +49,8 @@ Status RingReduceScatter(Communicator& comm, const void* send, void* recv,
     batches->clear();
     return Status::OK();
   };
-  KOLO_RETURN_IF_ERROR(
-      send_segments(in + off[block(0)] * esize, counts[block(0)], &sends[1])
-          .AddContext("ring reduce-scatter step 1/" + std::to_string(p - 1)));
+  KOLO_RETURN_IF_ERROR(send_segments(in + off[block(0)] * esize, counts[block(0)], &sends[1])
+                           .AddContext("ring reduce-scatter step 1/" + std::to_string(p - 1)));
 
   std::vector<std::unique_ptr<P2PBatch>> recvs;
   for (int s = 0; s + 1 < p; ++s) {
@@ -65,18 +64,16 @@ Status RingReduceScatter(Communicator& comm, const void* send, void* recv,
     char* acc = last ? static_cast<char*>(recv) : scratch->data() + (s % 2) * max_block;
     recvs.clear();
     for (size_t j = 0; j < count; j += seg) {
-      KOLO_ASSIGN_OR_RETURN(auto batch,
-                            comm.Start({P2POp::Recv(acc + j * esize,
-                                                    std::min(seg, count - j) * esize, left,
-                                                    kTag)}));
+      KOLO_ASSIGN_OR_RETURN(
+          auto batch,
+          comm.Start({P2POp::Recv(acc + j * esize, std::min(seg, count - j) * esize, left, kTag)}));
       recvs.push_back(std::move(batch));
     }
     for (size_t j = 0, k = 0; j < count; j += seg, ++k) {
       const size_t n = std::min(seg, count - j);
-      KOLO_RETURN_IF_ERROR(recvs[k]->Wait().AddContext(where + " from rank " +
-                                                       std::to_string(left)));
       KOLO_RETURN_IF_ERROR(
-          ReduceInto(acc + j * esize, in + (off[b] + j) * esize, n, dtype, op));
+          recvs[k]->Wait().AddContext(where + " from rank " + std::to_string(left)));
+      KOLO_RETURN_IF_ERROR(ReduceInto(acc + j * esize, in + (off[b] + j) * esize, n, dtype, op));
       if (!last) {
         KOLO_ASSIGN_OR_RETURN(auto sb,
                               comm.Start({P2POp::Send(acc + j * esize, n * esize, right, kTag)}));

@@ -76,8 +76,9 @@ Status TreePipeline::Run(Communicator& comm, const AllreduceArgs& args,
     auto& slot = from_children[i % 2];
     slot.clear();
     for (size_t c = 0; c < node.children.size(); ++c) {
-      KOLO_ASSIGN_OR_RETURN(auto b, comm.Start({P2POp::Recv(child_buf(i, c), pc.count * esize,
-                                                            node.children[c], tag_base + pc.tree)}));
+      KOLO_ASSIGN_OR_RETURN(
+          auto b, comm.Start({P2POp::Recv(child_buf(i, c), pc.count * esize, node.children[c],
+                                          tag_base + pc.tree)}));
       slot.push_back(std::move(b));
     }
     return Status::OK();
@@ -138,8 +139,9 @@ Status TreePipeline::Run(Communicator& comm, const AllreduceArgs& args,
     }
     const char* piece = recv + pc.offset * esize;
     for (int child : node.children) {
-      KOLO_RETURN_IF_ERROR(sends.Add(comm.Start({P2POp::Send(piece, pc.count * esize, child,
-                                                             tag_base + 2 + pc.tree)}))
+      KOLO_RETURN_IF_ERROR(sends
+                               .Add(comm.Start({P2POp::Send(piece, pc.count * esize, child,
+                                                            tag_base + 2 + pc.tree)}))
                                .AddContext(Where(name, "broadcast", i, n)));
     }
   }

@@ -4,6 +4,8 @@
 // ranks in the thread world, with uneven and zero-size contributions and several roots. Every
 // byte is checked against a reference built locally from every rank's known, rank-unique
 // input (never through kolo's kernels).
+#include "collectives/host/host_collectives.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "collectives/host/dbtree_allreduce.h"
-#include "collectives/host/host_collectives.h"
 #include "collectives/host/tree_allreduce.h"
 #include "collectives/host/tree_shapes.h"
 #include "unit/algorithm_check.h"
@@ -32,7 +33,8 @@ int CheckTree(int p, NodeOf node_of, const std::string& what) {
   for (int r = 0; r < p; ++r) {
     if (nodes[r].parent < 0) ++roots;
     for (int c : nodes[r].children) {
-      EXPECT_TRUE(c >= 0 && c < p && nodes[c].parent == r) << what << " rank " << r << " child " << c;
+      EXPECT_TRUE(c >= 0 && c < p && nodes[c].parent == r)
+          << what << " rank " << r << " child " << c;
     }
     if (nodes[r].parent >= 0) {
       const auto& siblings = nodes[nodes[r].parent].children;
@@ -49,8 +51,8 @@ int CheckTree(int p, NodeOf node_of, const std::string& what) {
 
 TEST(TreeShapesTest, BinomialTreeIsATreeOfLogDepth) {
   for (int p = 1; p <= 70; ++p) {
-    const int depth = CheckTree(p, [&](int r) { return BinomialTreeNode(r, p); },
-                                "binomial p=" + std::to_string(p));
+    const int depth = CheckTree(
+        p, [&](int r) { return BinomialTreeNode(r, p); }, "binomial p=" + std::to_string(p));
     EXPECT_LE(depth, CeilLog2(p)) << p;  // floor(log2 p) levels; the root has ceil(log2 p) children
     EXPECT_EQ(BinomialTreeNode(0, p).children.size(), static_cast<size_t>(CeilLog2(p))) << p;
   }
@@ -59,8 +61,9 @@ TEST(TreeShapesTest, BinomialTreeIsATreeOfLogDepth) {
 TEST(TreeShapesTest, DoubleBinaryTreesAreComplementary) {
   for (int p = 1; p <= 70; ++p) {
     for (int t = 0; t < 2; ++t) {
-      const int depth = CheckTree(p, [&](int r) { return DoubleBinaryTreeNode(t, r, p); },
-                                  "dbtree " + std::to_string(t) + " p=" + std::to_string(p));
+      const int depth = CheckTree(
+          p, [&](int r) { return DoubleBinaryTreeNode(t, r, p); },
+          "dbtree " + std::to_string(t) + " p=" + std::to_string(p));
       EXPECT_LE(depth, CeilLog2(p + 1)) << "tree " << t << " p=" << p;
     }
     for (int r = 0; r < p; ++r) {
@@ -81,8 +84,8 @@ TEST(TreeAllreduceSegmentsTest, ManySegmentsMatchReference) {
       TreeAllreduce tree(64);
       DoubleBinaryTreeAllreduce dbtree(64);
       int index = 0;
-      for (AllreduceAlgorithm* algo : {static_cast<AllreduceAlgorithm*>(&tree),
-                                       static_cast<AllreduceAlgorithm*>(&dbtree)}) {
+      for (AllreduceAlgorithm* algo :
+           {static_cast<AllreduceAlgorithm*>(&tree), static_cast<AllreduceAlgorithm*>(&dbtree)}) {
         for (DataType t : {DataType::kFloat32, DataType::kInt64, DataType::kFloat16}) {
           for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
             for (size_t count : {size_t{0}, size_t{1}, size_t{17}, size_t{1000}}) {
@@ -168,8 +171,8 @@ TEST(HostBroadcastTest, EveryAlgorithmSizeAndRootMatchesReference) {
 // Reduce-scatter: every dtype x op, blocks of uneven size (zero for some ranks), element i of
 // the whole vector on rank q is Value(t, op, q, i), so the reference of rank r's element j is
 // Reference(t, op, p, offset_r + j).
-void CheckReduceScatter(Communicator& comm, const HostAlgorithm<ReduceScatterFn>& algo,
-                        DataType t, ReduceOp op, const std::vector<size_t>& counts,
+void CheckReduceScatter(Communicator& comm, const HostAlgorithm<ReduceScatterFn>& algo, DataType t,
+                        ReduceOp op, const std::vector<size_t>& counts,
                         std::vector<char>* scratch) {
   const int p = comm.Size(), r = comm.Rank();
   size_t total = 0, my_off = 0;
