@@ -4,6 +4,9 @@
 #include "collectives/host/recursive_doubling_allreduce.h"
 #include "collectives/host/ring_allreduce.h"
 #include "collectives/native_allreduce.h"
+// Tree all-reduces (issue 5).
+#include "collectives/host/dbtree_allreduce.h"
+#include "collectives/host/tree_allreduce.h"
 #include "collectives/node_context.h"
 
 namespace kolo {
@@ -16,6 +19,9 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms() {
   table.push_back(std::make_unique<RecursiveDoublingAllreduce>());
   table.push_back(std::make_unique<RabenseifnerAllreduce>());
   table.push_back(std::make_unique<RingAllreduce>());
+  // Tree all-reduces: small to mid messages, many ranks.
+  table.push_back(std::make_unique<TreeAllreduce>());
+  table.push_back(std::make_unique<DoubleBinaryTreeAllreduce>());
   return table;
 }
 

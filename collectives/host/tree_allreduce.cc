@@ -1,0 +1,41 @@
+#include "collectives/host/tree_allreduce.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kolo {
+
+Status SupportsKernelOp(const SelectionInput& in, std::string_view algorithm) {
+  switch (in.op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+    case ReduceOp::kProduct:
+      return Status::OK();
+    default:
+      return UnimplementedError(std::string(algorithm) + " reduces with Sum, Min, Max or " +
+                                "Product, not " + std::string(ReduceOpName(in.op)));
+  }
+}
+
+Status TreeAllreduce::Supports(const SelectionInput& in) const {
+  return SupportsKernelOp(in, Name());
+}
+
+double TreeAllreduce::EstimateMicros(const SelectionInput& in) const {
+  if (in.ranks <= 1) return 0;
+  const double d = CeilLog2(in.ranks);
+  const double n = static_cast<double>(in.bytes);
+  const double s = std::max(1.0, std::ceil(n / static_cast<double>(segment_bytes_)));
+  const LinkCost& link = FlatLink(in);
+  return 2 * (d + s - 1) * (link.alpha_us + n / s * link.beta_us) + d * n * in.cost->gamma_us;
+}
+
+Status TreeAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
+  const std::vector<TreeNode> trees = {BinomialTreeNode(comm.Rank(), comm.Size())};
+  pieces_.clear();
+  AppendSegments(0, args.count, segment_bytes_ / DataTypeSize(args.dtype), 0, &pieces_);
+  return pipeline_.Run(comm, args, trees, pieces_, /*tag_base=*/0x7400, "tree");
+}
+
+}  // namespace kolo
