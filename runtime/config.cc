@@ -54,6 +54,14 @@ const std::vector<Knob>& Knobs() {
       {"KOLO_TUNING_FILE", "", "path", "",
        "cost-model parameters written by `kolo-bench --calibrate` (JSON); unset = built-in "
        "defaults"},
+      {"KOLO_ALLGATHER_ALGO", "", "name", "auto",
+       "all-gather: auto or mpi (the library's), ring or rd (kolo's)"},
+      {"KOLO_BROADCAST_ALGO", "", "name", "auto",
+       "broadcast: auto or mpi (the library's), binomial or scatter_allgather (kolo's)"},
+      {"KOLO_REDUCESCATTER_ALGO", "", "name", "auto",
+       "reduce-scatter: auto or mpi (the library's), ring (kolo's)"},
+      {"KOLO_ALLTOALL_ALGO", "", "name", "auto",
+       "all-to-all: auto or mpi (the library's), pairwise (kolo's)"},
       {"KOLO_NODE_GROUPING", "", "spec", "",
        "how ranks group into nodes, overriding the hosts: 2x2 (nodes x ranks), 3+2 (node "
        "sizes) or 0,0,1,1 (a node id per rank)"},
@@ -189,6 +197,14 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       c.tuning_file = v;
     } else if (knob.name == "KOLO_NODE_GROUPING") {
       c.node_grouping = v;
+    } else if (knob.name == "KOLO_ALLGATHER_ALGO") {
+      c.allgather_algo = v;
+    } else if (knob.name == "KOLO_BROADCAST_ALGO") {
+      c.broadcast_algo = v;
+    } else if (knob.name == "KOLO_REDUCESCATTER_ALGO") {
+      c.reducescatter_algo = v;
+    } else if (knob.name == "KOLO_ALLTOALL_ALGO") {
+      c.alltoall_algo = v;
     }
   }
   return c;

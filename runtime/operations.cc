@@ -150,7 +150,7 @@ Status Runtime::ExecuteReducescatter(const Response& response, TensorEntry& entr
   void* recv = half ? static_cast<void*>(recv_scratch.get()) : out.data.get();
   const ReduceOp op = response.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum
                                                                : response.reduce_op;
-  Status s = data_->ReduceScatter(send, recv, counts, wire, op);
+  Status s = collectives_.ReduceScatter(*data_, send, recv, counts, wire, op);
   if (!s.ok()) return s.AddContext(what);
 
   const bool average = response.reduce_op == ReduceOp::kAverage;
@@ -199,7 +199,7 @@ Status Runtime::ExecuteAlltoall(const Response& response, TensorEntry& entry) {
     return ResourceExhaustedError(what + ": cannot allocate " + std::to_string(total) +
                                   " bytes for the output");
   }
-  Status s = data_->Alltoallv(entry.input, send_bytes, out.data.get(), recv_bytes);
+  Status s = collectives_.Alltoallv(*data_, entry.input, send_bytes, out.data.get(), recv_bytes);
   if (!s.ok()) return s.AddContext(what);
   out.shape = entry.request.shape;
   out.shape[0] = rows;

@@ -60,6 +60,14 @@ Status Runtime::Start() {
     // Selecting anything reports the valid names.
     return selector_.Select(SelectionInput()).status();
   }
+  CollectiveNames names;
+  names.allgather = config_.allgather_algo;
+  names.broadcast = config_.broadcast_algo;
+  names.reducescatter = config_.reducescatter_algo;
+  names.alltoall = config_.alltoall_algo;
+  auto choice = CollectiveChoice::Make(names);
+  if (!choice.ok()) return choice.status();
+  collectives_ = std::move(*choice);
   KOLO_RETURN_IF_ERROR(fusion_.Prepare());
   KOLO_RETURN_IF_ERROR(controller_.Start());
   running_ = true;
@@ -561,7 +569,8 @@ Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
     return ResourceExhaustedError("allgather '" + entry.request.name + "': cannot allocate " +
                                   std::to_string(total) + " bytes for the output");
   }
-  Status s = data_->Allgatherv(entry.input, recv_bytes[layout_.rank], out.data.get(), recv_bytes);
+  Status s = collectives_.Allgatherv(*data_, entry.input, recv_bytes[layout_.rank],
+                                     out.data.get(), recv_bytes);
   if (!s.ok()) return s.AddContext("allgather '" + entry.request.name + "'");
   out.shape = shape;
   out.shape[0] = rows;
@@ -575,7 +584,7 @@ Status Runtime::ExecuteBroadcast(const Response& response, TensorEntry& entry) {
   if (layout_.rank == response.root && entry.output != entry.input && bytes) {
     std::memcpy(entry.output, entry.input, bytes);
   }
-  Status s = data_->Broadcast(entry.output, bytes, response.root);
+  Status s = collectives_.Broadcast(*data_, entry.output, bytes, response.root);
   if (!s.ok()) return s.AddContext("broadcast '" + entry.request.name + "'");
   return Status::OK();
 }

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "collectives/communicator.h"
+#include "collectives/host/collective_choice.h"
 #include "collectives/registry.h"
 #include "fusion/executor.h"
 #include "runtime/config.h"
@@ -127,6 +128,7 @@ class Runtime {
   Controller controller_;
   FusionExecutor fusion_;
   AllreduceSelector selector_;
+  CollectiveChoice collectives_;  // all-gather, broadcast, reduce-scatter, all-to-all
   TensorQueue queue_;
   Timeline timeline_;
 

@@ -178,6 +178,14 @@ kolo_status_t kolo_init(void) {
   if (agreed.ok()) {
     agreed = kolo::AgreeOnString(control.comm(), "the cost model of KOLO_TUNING_FILE", tuning_json);
   }
+  const std::pair<const char*, const std::string*> algos[] = {
+      {"KOLO_ALLGATHER_ALGO", &config.allgather_algo},
+      {"KOLO_BROADCAST_ALGO", &config.broadcast_algo},
+      {"KOLO_REDUCESCATTER_ALGO", &config.reducescatter_algo},
+      {"KOLO_ALLTOALL_ALGO", &config.alltoall_algo}};
+  for (const auto& [knob, value] : algos) {
+    if (agreed.ok()) agreed = kolo::AgreeOnString(control.comm(), knob, *value);
+  }
   if (!agreed.ok()) return Fail(agreed.AddContext("kolo_init"));
   kolo::Status hooked = kolo::CallBeforeMpiFinalize([] { kolo_shutdown(); });
   if (!hooked.ok()) return Fail(hooked);
