@@ -1,6 +1,9 @@
 #include "collectives/registry.h"
 
 #include "collectives/native_allreduce.h"
+// Node-level algorithms (shared memory, hierarchical).
+#include "collectives/host/hierarchical_allreduce.h"
+#include "collectives/host/shm_allreduce.h"
 #include "collectives/node_context.h"
 
 namespace kolo {
@@ -8,6 +11,9 @@ namespace kolo {
 std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms() {
   std::vector<std::unique_ptr<AllreduceAlgorithm>> table;
   table.push_back(std::make_unique<NativeAllreduce>());
+  // Node-level algorithms: one node through shared memory; several nodes in three phases.
+  table.push_back(std::make_unique<ShmAllreduce>());
+  table.push_back(std::make_unique<HierarchicalAllreduce>());
   return table;
 }
 
