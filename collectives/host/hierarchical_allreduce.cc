@@ -41,9 +41,10 @@ double HierarchicalAllreduce::EstimateMicros(const SelectionInput& in) const {
   const double big = std::max(1, in.max_local_size), m = std::max(1, in.min_local_size);
   const double pieces = std::max(1.0, std::ceil(n / static_cast<double>(kDefaultNodePieceBytes)));
   const double intra =
-      in.shm_capable ? 2 * n * c.copy_us + (big - 1) * n / m * c.gamma_us + 2 * pieces * c.sync_us
-                     : 2 * pieces * (big - 1) * c.intra.alpha_us +
-                           2 * n * (big - 1) / big * c.intra.beta_us + (big - 1) * n / m * c.gamma_us;
+      in.shm_capable
+          ? 2 * n * c.copy_us + (big - 1) * n / m * c.gamma_us + 2 * pieces * c.sync_us
+          : 2 * pieces * (big - 1) * c.intra.alpha_us + 2 * n * (big - 1) / big * c.intra.beta_us +
+                (big - 1) * n / m * c.gamma_us;
   const double cross = 2 * pieces * std::log2(nodes) * c.inter.alpha_us +
                        2 * (nodes - 1) / nodes * n / m * (c.inter.beta_us + c.gamma_us / 2);
   return intra + cross;
@@ -122,8 +123,8 @@ Status HierarchicalAllreduce::RunPointToPoint(Communicator& local, const Allredu
     const size_t n = std::min(piece_elems, args.count - first);
     const char* piece_in = in + first * es;
     const std::string where = " (elements " + std::to_string(first) + "+" + std::to_string(n) +
-                              ", local rank " + std::to_string(me) + " of " +
-                              std::to_string(size) + ")";
+                              ", local rank " + std::to_string(me) + " of " + std::to_string(size) +
+                              ")";
     std::vector<P2POp> ops;
     const SliceRange own = mine >= 0 ? SliceOf(n, owners, mine) : SliceRange{};
     for (int r = 0; r < size && mine >= 0; ++r) {
@@ -131,7 +132,8 @@ Status HierarchicalAllreduce::RunPointToPoint(Communicator& local, const Allredu
     }
     for (int k = 0; k < owners; ++k) {
       const SliceRange sl = SliceOf(n, owners, k);
-      if (k != me) ops.push_back(P2POp::Send(piece_in + sl.offset * es, sl.count * es, k, kTagReduce));
+      if (k != me)
+        ops.push_back(P2POp::Send(piece_in + sl.offset * es, sl.count * es, k, kTagReduce));
     }
     {
       auto batch = local.Start(ops);

@@ -27,8 +27,8 @@ struct ShmNodeReducer::State {
   int rank = 0, size = 1, owners = 1;
   size_t piece_bytes = 0;
   size_t result_offset = 0;
-  uint64_t seq = 0;      // barriers passed on this communicator
-  Status broken;         // once a wait failed the counters disagree: refuse later calls
+  uint64_t seq = 0;  // barriers passed on this communicator
+  Status broken;     // once a wait failed the counters disagree: refuse later calls
   char* Slot(int r) const { return static_cast<char*>(segment->Region(r)) + kSlotOffset; }
   char* Result(int r) const { return static_cast<char*>(segment->Region(r)) + result_offset; }
 };

@@ -29,8 +29,9 @@ void RunCases(Communicator& comm, AllreduceAlgorithm& algo, std::vector<std::str
     for (ReduceOp op : KernelOps()) {
       for (size_t count : AlgorithmCounts(comm.Size(), /*with_large=*/false)) {
         CaseResult r = CheckAllreduceCase(comm, algo, t, op, count, (index++ % 2) == 0);
-        if (!r.ran) fail(CaseName(algo.Name(), t, op, count, false, comm.Size()) +
-                         " declined: " + r.declined_why);
+        if (!r.ran)
+          fail(CaseName(algo.Name(), t, op, count, false, comm.Size()) +
+               " declined: " + r.declined_why);
         if (!r.failure.empty()) fail(r.failure);
       }
     }
@@ -56,8 +57,7 @@ TEST_P(ShmPiecesTest, ManySmallPiecesMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmPiecesTest, ::testing::Values(2, 3, 4));
 
-class HierarchicalPathsTest
-    : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+class HierarchicalPathsTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(HierarchicalPathsTest, ManySmallPiecesMatchReference) {
   const auto& [grouping, point_to_point] = GetParam();
@@ -73,14 +73,14 @@ TEST_P(HierarchicalPathsTest, ManySmallPiecesMatchReference) {
   for (const std::string& f : failures) ADD_FAILURE() << f;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Groupings, HierarchicalPathsTest,
-    ::testing::Combine(::testing::Values("2x2", "3+2", "1+3", "2x3"), ::testing::Bool()),
-    [](const auto& info) {
-      std::string s;
-      for (char c : std::get<0>(info.param)) s += (c == '+' ? 'p' : c);
-      return s + (std::get<1>(info.param) ? "_p2p" : "_shm");
-    });
+INSTANTIATE_TEST_SUITE_P(Groupings, HierarchicalPathsTest,
+                         ::testing::Combine(::testing::Values("2x2", "3+2", "1+3", "2x3"),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           std::string s;
+                           for (char c : std::get<0>(info.param)) s += (c == '+' ? 'p' : c);
+                           return s + (std::get<1>(info.param) ? "_p2p" : "_shm");
+                         });
 
 // Rank 2 takes part in the first call (which allocates the segment) and then stays away: the
 // others must fail with kUnavailable naming local rank 2 within about the wait timeout, and
