@@ -56,7 +56,9 @@ class ShmNodeReducer {
 
   size_t piece_bytes_;
   std::chrono::milliseconds wait_timeout_{60000};
-  // By communicator: an algorithm instance may serve several (process sets).
+  // By communicator: an algorithm instance may serve several (process sets). Keyed by address,
+  // so an instance must not outlive the communicators it ran on (the runtime's selector and its
+  // communicators live and die together).
   std::map<const Communicator*, std::unique_ptr<State>> states_;
 };
 
