@@ -7,6 +7,9 @@
 // Tree all-reduces (issue 5).
 #include "collectives/host/dbtree_allreduce.h"
 #include "collectives/host/tree_allreduce.h"
+// Node-level algorithms (shared memory, hierarchical).
+#include "collectives/host/hierarchical_allreduce.h"
+#include "collectives/host/shm_allreduce.h"
 #include "collectives/node_context.h"
 
 namespace kolo {
@@ -22,6 +25,9 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms() {
   // Tree all-reduces: small to mid messages, many ranks.
   table.push_back(std::make_unique<TreeAllreduce>());
   table.push_back(std::make_unique<DoubleBinaryTreeAllreduce>());
+  // Node-level algorithms: one node through shared memory; several nodes in three phases.
+  table.push_back(std::make_unique<ShmAllreduce>());
+  table.push_back(std::make_unique<HierarchicalAllreduce>());
   return table;
 }
 

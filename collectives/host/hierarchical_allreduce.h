@@ -1,0 +1,78 @@
+// Hierarchical all-reduce ("hierarchical"): Horovod's three phases (Sergeev & Del Balso 2018,
+// HOROVOD_HIERARCHICAL_ALLREDUCE), with the pieces of Thakur, Rabenseifner & Gropp (2005):
+//
+//   phase | over              | rank with local rank k (k < m) does
+//   ------+-------------------+-----------------------------------------------------------------
+//   1     | node()->local     | reduce-scatter: receives slice k of every local rank's piece and
+//         |                   | reduces it in local-rank order (ranks k >= m only contribute)
+//   2     | node()->cross     | all-reduces its slice with the owners of slice k on every other
+//         |                   | node (a flat algorithm: CrossAlgorithm(), today the library's)
+//   3     | node()->local     | all-gather: every local rank gets every reduced slice
+//
+// m = min_local_size: the data of each piece is cut into m slices, owned by local ranks
+// 0..m-1 on every node. That keeps the cross-node step on the cross communicators kolo builds
+// (local rank k's: the nodes that have a k-th rank), which for k < m hold every node, so uneven
+// groupings (3+2, 1+3) need no other communicator; the price is that on a bigger node local
+// ranks m.. only feed the reduction. With even nodes m = ranks per node and the cross-node bytes
+// per rank are 2 (N-1)/N x n/m (N nodes), the point of the algorithm.
+//
+// Phases 1 and 3 run through the node's shared segment when the node can share memory
+// (ShmNodeReducer, shm_allreduce.h: copy in, flag barrier, reduce, [phase 2 on the owner],
+// barrier, copy out), else over point-to-point messages on node()->local: a direct
+// reduce-scatter (each rank sends slice k straight to owner k; the owner reduces in local-rank
+// order, which a ring would not: the ring's order differs per slice) and a direct all-gather,
+// (L-1) messages per rank per phase, bytes sent per rank n(L-1)/L as in a ring. Both work on the
+// same pieces (2 MiB) and slices, so nodes on different paths still make matching cross calls.
+// Every element is reduced by one owner per node, then all-reduced once across nodes and copied
+// everywhere: every rank ends with the same bits.
+//
+// Cost (N nodes, L ranks on the biggest node, m = min_local_size, n bytes, K = ceil(n/P)):
+//   shm:   2 n copy_us + (L-1) n/m gamma_us + 2 K sync_us
+//   p2p:   2 K (L-1) alpha_intra + 2 n (L-1)/L beta_intra + (L-1) n/m gamma_us
+//   cross: 2 K log2(N) alpha_inter + 2 (N-1)/N n/m (beta_inter + gamma_us/2)  (Rabenseifner)
+#ifndef KOLO_COLLECTIVES_HOST_HIERARCHICAL_ALLREDUCE_H_
+#define KOLO_COLLECTIVES_HOST_HIERARCHICAL_ALLREDUCE_H_
+
+#include <functional>
+#include <vector>
+
+#include "collectives/algorithm.h"
+#include "collectives/host/shm_node.h"
+#include "collectives/native_allreduce.h"
+
+namespace kolo {
+
+class HierarchicalAllreduce : public AllreduceAlgorithm {
+ public:
+  // Picks the flat all-reduce of phase 2 from facts that every member of a cross communicator
+  // shares (the input describes one slice over the cross communicator). nullptr: the library's.
+  using CrossChooser = std::function<AllreduceAlgorithm*(const SelectionInput& cross)>;
+
+  explicit HierarchicalAllreduce(CrossChooser choose_cross = nullptr);
+
+  std::string_view Name() const override { return "hierarchical"; }
+  Status Supports(const SelectionInput& in) const override;
+  double EstimateMicros(const SelectionInput& in) const override;
+  Status Run(Communicator& comm, const AllreduceArgs& args) override;
+
+  // Tests: piece size and wait timeout of both paths; the point-to-point path even where the
+  // node can share memory. Same on every rank, before the first Run.
+  ShmNodeReducer& reducer() { return reducer_; }
+  void set_point_to_point(bool on) { force_point_to_point_ = on; }
+
+ private:
+  AllreduceAlgorithm* CrossAlgorithm(const SelectionInput& cross);
+  Status RunPointToPoint(Communicator& local, const AllreduceArgs& args, int owners,
+                         const ShmNodeReducer::SliceHook& hook);
+
+  CrossChooser choose_cross_;
+  NativeAllreduce native_;
+  CostModel cross_cost_;
+  ShmNodeReducer reducer_;
+  bool force_point_to_point_ = false;
+  std::vector<char> scratch_;  // point-to-point receive slices + result, grown once, kept
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_HOST_HIERARCHICAL_ALLREDUCE_H_

@@ -1,0 +1,50 @@
+#include "collectives/host/shm_allreduce.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "collectives/host/node_pieces.h"
+#include "collectives/node_context.h"
+
+namespace kolo {
+
+Status ShmAllreduce::Supports(const SelectionInput& in) const {
+  if (in.op != ReduceOp::kSum && in.op != ReduceOp::kMin && in.op != ReduceOp::kMax &&
+      in.op != ReduceOp::kProduct) {
+    return UnimplementedError(std::string(ReduceOpName(in.op)) + " is not a kernel reduction");
+  }
+  if (in.nodes != 1) {
+    return UnimplementedError("needs one node, the ranks span " + std::to_string(in.nodes));
+  }
+  if (!in.shm_capable) {
+    return UnimplementedError(in.has_node_context
+                                  ? "the node's ranks cannot share memory"
+                                  : "no node context (nobody probed for shared memory)");
+  }
+  return Status::OK();
+}
+
+double ShmAllreduce::EstimateMicros(const SelectionInput& in) const {
+  const double p = std::max(1, in.ranks);
+  const double n = static_cast<double>(in.bytes);
+  if (p == 1) return n * in.cost->copy_us;
+  const double pieces = std::ceil(n / static_cast<double>(kDefaultNodePieceBytes));
+  return 2 * n * in.cost->copy_us + (p - 1) / p * n * in.cost->gamma_us +
+         2 * pieces * in.cost->sync_us;
+}
+
+Status ShmAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
+  if (comm.Size() == 1) {
+    if (args.send != args.recv && args.count) {
+      std::memcpy(args.recv, args.send, args.count * DataTypeSize(args.dtype));
+    }
+    return Status::OK();
+  }
+  NodeContext* node = comm.node();
+  if (!node || !node->local || node->local->Size() != comm.Size()) {
+    return FailedPreconditionError("shm all-reduce: the communicator has no one-node context");
+  }
+  return reducer_.Run(*node->local, args, node->local->Size(), nullptr);
+}
+
+}  // namespace kolo

@@ -1,0 +1,54 @@
+// Shared-memory direct all-reduce ("shm"): the ranks of one node reduce through a segment that
+// every one of them maps, instead of sending messages. It is the reduce-scatter + all-gather
+// of Rabenseifner (Thakur, Rabenseifner & Gropp 2005, sec. 4.4) with the exchanges replaced by
+// loads from peers' memory: rank i reduces slice i (1/p of the data) straight out of every
+// rank's copy, and every rank then reads every reduced slice.
+//
+// Per piece of at most P bytes (2 MiB; ShmNodeReducer, shm_node.h, holds the segment layout):
+//
+//   step | rank i does                                                  | then
+//   -----+-------------------------------------------------------------+----------------
+//   1    | copy its piece of the input into its slot, all slices but i | barrier (flags)
+//   2    | result_i = slot_0[i] op slot_1[i] op ... op slot_{p-1}[i],  | barrier (flags)
+//        | rank order, its own slice read from its own input           |
+//   3    | copy result_0 .. result_{p-1} into its output               | next piece
+//
+// Only rank i reads slice i of any slot, and it reads slice i of its own input in place, so
+// that slice is never copied in. Everything else has to be: a process cannot load from another
+// process's user buffer, only from the segment. The thread world, where every user buffer is
+// readable, takes the very same path (one code path, tested by the unit suite and under mpirun).
+// Each element is reduced by exactly one rank, in rank order, so every rank gets the same bits
+// and the result does not depend on p's slicing.
+//
+// Barriers are per-rank sequence counters in the segment (one cache line each): spin briefly,
+// then sched_yield (ranks may outnumber cores); a peer that never arrives ends the wait with
+// kUnavailable naming it after 60 s, and the failing rank raises a flag so the others stop too.
+//
+// Bytes moved per rank, message n: copy in n(p-1)/p, reduce reads n and writes n/p (the first
+// operand is a copy), copy out reads and writes n: about 3n of memory traffic each way, against
+// 2n(p-1)/p sent plus the same received (and MPI's own copies) for a message-passing ring.
+// Cost (in.cost): T = 2 n copy_us + (p-1)/p n gamma_us + 2 ceil(n/P) sync_us.
+#ifndef KOLO_COLLECTIVES_HOST_SHM_ALLREDUCE_H_
+#define KOLO_COLLECTIVES_HOST_SHM_ALLREDUCE_H_
+
+#include "collectives/algorithm.h"
+#include "collectives/host/shm_node.h"
+
+namespace kolo {
+
+class ShmAllreduce : public AllreduceAlgorithm {
+ public:
+  std::string_view Name() const override { return "shm"; }
+  Status Supports(const SelectionInput& in) const override;
+  double EstimateMicros(const SelectionInput& in) const override;
+  Status Run(Communicator& comm, const AllreduceArgs& args) override;
+
+  ShmNodeReducer& reducer() { return reducer_; }  // tests: piece size, wait timeout
+
+ private:
+  ShmNodeReducer reducer_;
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_HOST_SHM_ALLREDUCE_H_

@@ -1,0 +1,171 @@
+#include "collectives/host/shm_node.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "collectives/host/node_pieces.h"
+#include "collectives/reduce.h"
+
+namespace kolo {
+namespace {
+
+constexpr size_t kArrivedOffset = 0;
+constexpr size_t kFailedOffset = 64;
+constexpr size_t kSlotOffset = 128;
+
+std::atomic<uint64_t>* Counter(void* region, size_t offset) {
+  return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(region) + offset);
+}
+
+}  // namespace
+
+struct ShmNodeReducer::State {
+  std::unique_ptr<SharedSegment> segment;
+  int rank = 0, size = 1, owners = 1;
+  size_t piece_bytes = 0;
+  size_t result_offset = 0;
+  uint64_t seq = 0;  // barriers passed on this communicator
+  Status broken;     // once a wait failed the counters disagree: refuse later calls
+  char* Slot(int r) const { return static_cast<char*>(segment->Region(r)) + kSlotOffset; }
+  char* Result(int r) const { return static_cast<char*>(segment->Region(r)) + result_offset; }
+};
+
+ShmNodeReducer::ShmNodeReducer() : piece_bytes_(kDefaultNodePieceBytes) {}
+ShmNodeReducer::~ShmNodeReducer() = default;
+
+StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, int owners) {
+  auto it = states_.find(&local);
+  if (it != states_.end()) {
+    if (it->second->owners != owners) {
+      return InternalError("shared-memory all-reduce: " + std::to_string(owners) +
+                           " slice owners on a segment laid out for " +
+                           std::to_string(it->second->owners));
+    }
+    return it->second.get();
+  }
+  auto s = std::make_unique<State>();
+  s->rank = local.Rank();
+  s->size = local.Size();
+  s->owners = owners;
+  s->piece_bytes = piece_bytes_;
+  s->result_offset = kSlotOffset + RoundUp64(piece_bytes_);
+  // The widest slice: up to 8-byte elements, rounded up per slice.
+  const size_t result_bytes = RoundUp64(MaxSliceElems(piece_bytes_, owners) + 8);
+  auto segment = local.AllocateShared(s->result_offset + result_bytes);
+  if (!segment.ok()) {
+    Status st = segment.status();
+    return st.AddContext("shared-memory all-reduce: allocating the node segment");
+  }
+  s->segment = std::move(*segment);
+  State* raw = s.get();
+  states_.emplace(&local, std::move(s));
+  return raw;
+}
+
+// Every rank publishes the barrier number it reached, then waits until every other rank has
+// published at least as much. Spins a little (a peer on another core answers within a
+// microsecond), then yields the core (ranks may outnumber cores). Looks at the clock every 1024
+// polls: a peer that reported a failure, or that has not arrived within the wait timeout, ends
+// the wait with kUnavailable naming it, and this rank reports its own failure in turn so that
+// nobody else waits out the timeout.
+Status ShmNodeReducer::Barrier(State& s, const char* phase) {
+  using Clock = std::chrono::steady_clock;
+  const uint64_t target = ++s.seq;
+  Counter(s.segment->Region(s.rank), kArrivedOffset)->store(target, std::memory_order_release);
+  const auto deadline = Clock::now() + wait_timeout_;
+  for (int r = 0; r < s.size; ++r) {
+    if (r == s.rank) continue;
+    std::atomic<uint64_t>* arrived = Counter(s.segment->Region(r), kArrivedOffset);
+    std::atomic<uint64_t>* failed = Counter(s.segment->Region(r), kFailedOffset);
+    for (uint64_t polls = 1; arrived->load(std::memory_order_acquire) < target; ++polls) {
+      if (polls > 64) sched_yield();
+      if ((polls & 1023) != 0) continue;
+      std::string why;
+      if (failed->load(std::memory_order_acquire) != 0) {
+        why = "local rank " + std::to_string(r) + " gave up on the all-reduce";
+      } else if (Clock::now() >= deadline) {
+        why = "local rank " + std::to_string(r) + " of " + std::to_string(s.size) +
+              " did not reach the barrier " + phase + " within " +
+              std::to_string(wait_timeout_.count()) + " ms (gone, or stuck elsewhere)";
+      }
+      if (!why.empty()) {
+        Counter(s.segment->Region(s.rank), kFailedOffset)->store(1, std::memory_order_release);
+        s.broken = UnavailableError("shared-memory all-reduce on local rank " +
+                                    std::to_string(s.rank) + ": " + why);
+        return s.broken;
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int owners,
+                           const SliceHook& hook) {
+  if (args.count == 0) return Status::OK();
+  if (owners < 1 || owners > local.Size()) {
+    return InternalError("shared-memory all-reduce: " + std::to_string(owners) +
+                         " slice owners among " + std::to_string(local.Size()) + " ranks");
+  }
+  auto state = StateFor(local, owners);
+  if (!state.ok()) return state.status();
+  State& s = **state;
+  if (!s.broken.ok()) return s.broken;
+
+  const size_t es = DataTypeSize(args.dtype);
+  const size_t piece_elems = s.piece_bytes / es;
+  const char* in = static_cast<const char*>(args.send);
+  char* out = static_cast<char*>(args.recv);
+  const int mine = s.rank < owners ? s.rank : -1;
+  char* my_slot = s.Slot(s.rank);
+  char* my_result = s.Result(s.rank);
+  std::vector<const char*> sources(s.size);
+
+  for (size_t first = 0; first < args.count; first += piece_elems) {
+    const size_t n = std::min(piece_elems, args.count - first);
+    const char* piece_in = in + first * es;
+    // Copy in every slice but my own: only I reduce my slice, and I read it from the user's
+    // buffer where it is. (Peers cannot read my user buffer: it is in another process.)
+    if (mine < 0) {
+      std::memcpy(my_slot, piece_in, n * es);
+    } else {
+      const SliceRange own = SliceOf(n, owners, mine);
+      std::memcpy(my_slot, piece_in, own.offset * es);
+      const size_t tail = own.offset + own.count;
+      std::memcpy(my_slot + tail * es, piece_in + tail * es, (n - tail) * es);
+    }
+    KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in"));
+
+    if (mine >= 0) {
+      const SliceRange own = SliceOf(n, owners, mine);
+      for (int r = 0; r < s.size; ++r) {
+        sources[r] = (r == s.rank ? piece_in : s.Slot(r)) + own.offset * es;
+      }
+      // Rank order, the same for every slice: results do not depend on who owns what.
+      std::memcpy(my_result, sources[0], own.count * es);
+      for (int r = 1; r < s.size; ++r) {
+        KOLO_RETURN_IF_ERROR(ReduceInto(my_result, sources[r], own.count, args.dtype, args.op));
+      }
+      if (hook && own.count) {
+        Status h = hook(my_result, own.count, mine);
+        if (!h.ok()) {
+          // Peers are waiting for this slice: tell them now rather than at their timeout.
+          Counter(s.segment->Region(s.rank), kFailedOffset)->store(1, std::memory_order_release);
+          s.broken = h;
+          return h;
+        }
+      }
+    }
+    KOLO_RETURN_IF_ERROR(Barrier(s, "after reduction"));
+
+    for (int k = 0; k < owners; ++k) {
+      const SliceRange sl = SliceOf(n, owners, k);
+      std::memcpy(out + (first + sl.offset) * es, s.Result(k), sl.count * es);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace kolo

@@ -1,0 +1,67 @@
+// The shared-memory engine of the node-level all-reduces: one segment per node communicator,
+// allocated on the first call and reused, flag barriers on sequence counters, and the piece loop
+// "copy in, barrier, owners reduce their slice in rank order, barrier, everyone copies out".
+// shm_allreduce.h runs it with every rank owning a slice; hierarchical_allreduce.h runs it with
+// the first `owners` local ranks owning one slice each and a hook that all-reduces each owner's
+// slice across nodes before the copy-out. The algorithm prose (steps, bytes, costs) is in
+// shm_allreduce.h.
+//
+// Segment, per rank r (Region(r), 64-byte aligned, zero-filled):
+//   [0, 64)          arrived: std::atomic<uint64_t>, the last barrier rank r reached
+//   [64, 128)        failed:  std::atomic<uint64_t>, non-zero once rank r gave up (error)
+//   [128, +P)        input slot: rank r's copy of the current piece (P = piece bytes)
+//   [128+P, +R)      result: rank r's reduced slice (R = the largest slice, rounded to 64)
+// One input slot suffices: a rank writes piece k+1 into its slot only after the second barrier
+// of piece k, by which time every reader of piece k's slots has finished its reduction; the
+// results live apart from the slots, so copy-out of piece k (after that barrier) never races
+// with copy-in of piece k+1, and the result area is rewritten only after the first barrier of
+// piece k+1, which every rank reaches after its copy-out of piece k.
+#ifndef KOLO_COLLECTIVES_HOST_SHM_NODE_H_
+#define KOLO_COLLECTIVES_HOST_SHM_NODE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "collectives/algorithm.h"
+
+namespace kolo {
+
+class ShmNodeReducer {
+ public:
+  // Called on an owner with its reduced slice (in the segment) before anyone copies it out;
+  // `slice` is the owner's index, `count` elements of the call's dtype. May rewrite the slice.
+  using SliceHook = std::function<Status(void* data, size_t count, int slice)>;
+
+  ShmNodeReducer();
+  ~ShmNodeReducer();
+
+  // All-reduces args over `local` (every rank of one node, all calling with the same count,
+  // dtype, op and owners). The first call on a communicator allocates its segment (collective).
+  // owners: 1..local.Size(); local ranks [0, owners) own one slice each.
+  Status Run(Communicator& local, const AllreduceArgs& args, int owners, const SliceHook& hook);
+
+  // Test knobs: smaller pieces force the many-piece paths on small buffers; a shorter wait
+  // makes the dead-peer test fast. Must be set the same on every rank before its first Run.
+  void set_piece_bytes(size_t bytes) { piece_bytes_ = (bytes + 7) / 8 * 8; }
+  void set_wait_timeout(std::chrono::milliseconds t) { wait_timeout_ = t; }
+  size_t piece_bytes() const { return piece_bytes_; }
+
+ private:
+  struct State;
+  StatusOr<State*> StateFor(Communicator& local, int owners);
+  Status Barrier(State& s, const char* phase);
+
+  size_t piece_bytes_;
+  std::chrono::milliseconds wait_timeout_{60000};
+  // By communicator: an algorithm instance may serve several (process sets). Keyed by address,
+  // so an instance must not outlive the communicators it ran on (the runtime's selector and its
+  // communicators live and die together).
+  std::map<const Communicator*, std::unique_ptr<State>> states_;
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_HOST_SHM_NODE_H_
