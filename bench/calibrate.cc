@@ -78,7 +78,7 @@ PingPong MeasurePingPong(const World& world, Communicator& comm, int a, int b, i
   for (size_t i = 0; i < sizes.size(); ++i) {
     result.bytes.push_back(static_cast<double>(sizes[i]));
     result.one_way_us.push_back(Median(samples[i]));
-    weights.push_back(1.0 / std::max(1e-3, result.one_way_us.back() * result.one_way_us.back()));
+    weights.push_back(1.0 / std::max(1e-3, result.one_way_us.back()));
   }
   result.fit = FitLine(result.bytes, result.one_way_us, weights);
   return result;

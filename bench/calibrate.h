@@ -5,8 +5,11 @@
 //   intra  alpha, beta of point-to-point inside a node: ping-pong between rank 0 and the next
 //          rank of its node over 8 B .. 2 MiB through MpiCommunicator::Start (what the
 //          algorithms pay), one-way time = round trip / 2, fitted to t = alpha + n beta by
-//          least squares weighted by 1/t^2 (so alpha comes from the small sizes, beta from the
-//          large ones: bench/stats.h)
+//          least squares weighted by 1/t. Unweighted, the 2 MiB point alone decides alpha
+//          (tens of us, 25x the 8 B time); weighted 1/t^2 (relative error), the many small
+//          sizes decide beta too and it misses 2 MiB by 1.5x; 1/t keeps alpha within ~1.5x of
+//          the small times and beta within ~10% of the large ones (here, Open MPI's shared-
+//          memory transport switching protocol at 4-8 KiB is not a straight line).
 //   inter  the same between rank 0 and the first rank of another node when KOLO_NODE_GROUPING
 //          (or the hosts) gives one; else inter = intra, and the output says so
 //   gamma  ReduceInto(float32 sum) of 8 MiB into 8 MiB, per byte, all ranks at once

@@ -19,9 +19,8 @@ double AlgBwGBs(int64_t bytes, double time_us);
 double AllreduceBusBwGBs(double algbw, int ranks);
 
 // y = intercept + slope * x by weighted least squares over (x[i], y[i]) (weights empty: all 1);
-// ok false when fewer than two distinct x. For t(n) = alpha + n * beta of a ping-pong over sizes
-// from bytes to MiBs, weights 1/t^2 minimise the relative error, so the small sizes set alpha
-// and the large ones beta (plain least squares lets the largest time decide both).
+// ok false when fewer than two distinct x (or a weight list shorter than x). Weights let a fit
+// over sizes from bytes to MiBs not be decided by the largest time alone (bench/calibrate.h).
 struct LineFit {
   double intercept = 0;
   double slope = 0;
