@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <utility>
 
 #include "bench/check.h"
@@ -210,6 +211,7 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
   runner.pattern().Fill(input.data(), max_bytes / 4, world.rank, 0);
 
   std::vector<AlgorithmRow> rows;
+  std::map<std::string, std::string> last_reason;  // algorithm -> the reason printed last
   int64_t total_wrong = 0;
   for (const int64_t size : options.sizes) {
     const int64_t count = size / 4;
@@ -343,9 +345,12 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
             row.wrong < 0 ? "N/A" : std::to_string(row.wrong).c_str(),
             model, note.c_str());
     }
-    for (const AlgorithmRow& row : unsupported) {
+    for (const AlgorithmRow& row : unsupported) {  // once, until the reason changes
+      std::string& last = last_reason[row.algorithm];
+      if (last == row.reason) continue;
+      last = row.reason;
       Print(world, " %11lld %-16s %s\n", static_cast<long long>(bytes), row.algorithm.c_str(),
-            ("not supported: " + row.reason).c_str());
+            ("not supported: " + row.reason + " (from this size on)").c_str());
     }
     char copy[96];
     std::snprintf(copy, sizeof copy, ": memcpy %.2f GB/s per rank (all ranks at once); selector: ",
