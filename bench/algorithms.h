@@ -15,7 +15,10 @@
 // Per size it also prints what AllreduceSelector (with KOLO_TUNING_FILE's cost model when set)
 // would pick and how that pick's measured time compares with the best measured algorithm, and
 // for "shm" the fraction of the memory bound: a single-copy all-reduce moves ~3S bytes per rank,
-// so it cannot beat 3S / copy_bw = 3 x the memcpy time.
+// so through memory it cannot beat 3S / copy_bw = 3 x the memcpy time. One that works in
+// cache-sized pieces keeps most of that traffic in cache and can pass this bound (shown over
+// 100%); the hard floor is one memcpy (read S, write S), so the row shows shm's time in memcpy
+// times too.
 #ifndef KOLO_BENCH_ALGORITHMS_H_
 #define KOLO_BENCH_ALGORITHMS_H_
 
