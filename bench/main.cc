@@ -3,6 +3,8 @@
 //   mpirun -np N kolo-bench [-b 8] [-e 64M] [-f 4] [-n 20] [-w 5] [-c 1] [-o sum] [-d float]
 //   mpirun -np N kolo-bench --model resnet50|bert-base|tiny-1000
 //   mpirun -np N kolo-bench --negotiation [--tensors 1,100,1000] [-n 200] [-w 20]
+//   mpirun -np N kolo-bench -a ring,rd,...|all [--check] [-b 8] [-e 64M] [--output rows.csv]
+//   mpirun -np N kolo-bench --calibrate [--output kolo_tuning.json]
 //
 // Flags and columns follow nccl-tests (all_reduce_perf); sweep.h and replay.h say what is timed.
 // This file parses the flags, sets up MPI (MPI_THREAD_MULTIPLE, before kolo_init, which then
@@ -17,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/algorithms.h"
+#include "bench/calibrate.h"
 #include "bench/dtypes.h"
 #include "bench/harness.h"
 #include "bench/models.h"
@@ -47,6 +51,9 @@ struct Flags {
   std::string json;
   bool negotiation = false;
   std::string tensors = "1,100,1000";
+  std::string algorithms;
+  bool calibrate = false;
+  std::string output;
 };
 
 // "8", "64K", "64M", "1G", "1GB" (binary units, like nccl-tests). False on anything else.
@@ -181,8 +188,10 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   app.add_option("-R,--repeats", f.repeats, "timed blocks per size and path; the median is shown")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("-c,--check", f.check, "check every output element (0/1)")
+  app.add_option("-c,--check", f.check, "check every output element (0/1; --check alone: 1)")
       ->capture_default_str()
+      ->expected(0, 1)
+      ->default_str("1")
       ->check(CLI::Range(0, 1));
   app.add_option("-o,--op", f.op, "sum|prod|min|max|avg|all")->capture_default_str();
   app.add_option("-d,--datatype", f.dtype, DtypeNameList() + "|all")->capture_default_str();
@@ -197,6 +206,15 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
                "negotiation cost per cycle, response cache on and off (bench/negotiation.h)");
   app.add_option("--tensors", f.tensors, "--negotiation: tensors per step, comma list")
       ->capture_default_str();
+  std::string algorithm_names;
+  for (const std::string& name : RegisteredAlgorithmNames()) algorithm_names += name + ",";
+  app.add_option("-a,--algorithms", f.algorithms,
+                 "compare all-reduce algorithms with MPI_Allreduce, float32 sum (" +
+                     algorithm_names + "all; bench/algorithms.h)");
+  app.add_flag("--calibrate", f.calibrate,
+               "measure the cost model's parameters and write a tuning file (bench/calibrate.h)");
+  app.add_option("--output", f.output,
+                 "-a: write the rows as CSV; --calibrate: the tuning file (kolo_tuning.json)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -261,6 +279,42 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   }
   if (sweep.step_bytes == 0 && f.step_factor <= 1.0 && sweep.min_bytes != sweep.max_bytes) {
     return usage_error("-f must be > 1 (or give -i)");
+  }
+
+  if (f.calibrate || !f.algorithms.empty()) {
+    // kolo's runtime is not started: these modes drive the algorithms (or measure the machine)
+    // directly, and an idle background thread would only add noise.
+    if (f.calibrate && !f.algorithms.empty()) return usage_error("-a and --calibrate: one of them");
+    const RunInfo info = GatherRunInfo(world, argc, argv, thread_level);
+    Report report(world.rank == 0, world.size, stdout);
+    report.Header(info);
+    if (f.calibrate) {
+      CalibrateOptions options;
+      if (!f.output.empty()) options.output = f.output;
+      options.repeats = std::max(5, f.repeats);
+      return RunCalibration(world, options);
+    }
+    AlgorithmsOptions options;
+    const std::vector<std::string> known = RegisteredAlgorithmNames();
+    for (const std::string& name : SplitCommas(f.algorithms)) {
+      if (name != "all" && std::find(known.begin(), known.end(), name) == known.end()) {
+        return usage_error("unknown -a '" + name + "'; one of " + algorithm_names + "all");
+      }
+      options.names.push_back(name);
+    }
+    if (options.names.empty()) return usage_error("-a is empty");
+    if (dtypes.size() != 1 || dtypes[0]->kolo != KOLO_FLOAT32 || ops.size() != 1 ||
+        ops[0]->name != "sum") {
+      return usage_error("-a measures float32 sum only (-d float -o sum)");
+    }
+    options.sizes =
+        SweepSizes(sweep.min_bytes, sweep.max_bytes, f.step_factor, sweep.step_bytes);
+    options.iters = f.iters;
+    options.warmup = f.warmup;
+    options.repeats = f.repeats;
+    options.check = f.check != 0;
+    options.output = f.output;
+    return RunAlgorithms(world, options) == 0 ? 0 : 1;
   }
 
   if (f.negotiation) {

@@ -27,6 +27,7 @@ readonly KOLO_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev libdlpack-dev
   python3-dev python3-numpy python3-torch python3-sklearn python3-pytest
+  python3-matplotlib
 )
 
 configure_and_build() {

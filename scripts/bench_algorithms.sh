@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# kolo's all-reduce algorithms against MPI_Allreduce on this machine: calibrates the cost model
+# (kolo-bench --calibrate), then runs `kolo-bench -a all --check` with that tuning file at 2 and
+# 4 ranks over 8 B .. 64 MiB, and draws busbw per algorithm to docs/algorithms-np{2,4}.png.
+# Tables, CSV rows and the tuning file stay under OUT. MPI_Allreduce runs as is (the malloc
+# variables of MACHINE-NOTES.md 2 are not set here; set them in the environment to compare, the
+# output header says which are set).
+#
+# Usage: scripts/bench_algorithms.sh [OUT]   (default OUT: /tmp/kolo-algorithms-<date>)
+# Takes a few minutes on a 2-core machine; run it on an otherwise idle machine.
+set -euo pipefail
+# shellcheck source=scripts/env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "${KOLO_ROOT}"
+out="${1:-/tmp/kolo-algorithms-$(date +%Y%m%d-%H%M)}"
+mkdir -p "${out}"
+bench="${KOLO_BUILD_DIR}/bench/kolo-bench"
+[[ -x "${bench}" ]] || { kolo_log "no ${bench}: run scripts/setup.sh first"; exit 1; }
+
+tuning="${out}/kolo_tuning.json"
+kolo_run timeout 300 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2 "${bench}" --calibrate \
+  --output "${tuning}" | tee "${out}/calibrate.txt"
+export KOLO_TUNING_FILE="${tuning}"
+for np in 2 4; do
+  kolo_run timeout 900 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -x KOLO_TUNING_FILE -np "${np}" \
+    "${bench}" -a all --check -b 8 -e 64M -f 4 --output "${out}/algorithms-np${np}.csv" \
+    | tee "${out}/algorithms-np${np}.txt"
+  /usr/bin/python3 scripts/plot_algorithms.py "${out}/algorithms-np${np}.csv" \
+    "docs/algorithms-np${np}.png" --title "kolo all-reduce algorithms, ${np} ranks ($(hostname))"
+done
+kolo_log "results in ${out}; plots in docs/algorithms-np2.png, docs/algorithms-np4.png"
