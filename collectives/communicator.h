@@ -115,6 +115,11 @@ class Communicator {
   // readiness bits, runtime/controller.cc).
   virtual Status AndBits(uint64_t* words, size_t count);
 
+  // OK, or why a peer this communicator waits on can no longer answer (MPI: the runtime's
+  // peer watch, runtime/peer_watch.h). Long waits outside the backend's own calls (the
+  // shared-memory barriers) call it about once a second. Cheap; never blocks.
+  virtual Status CheckLiveness() { return Status::OK(); }
+
   // How this communicator's ranks group into nodes, with the node-local and cross-node
   // sub-communicators (collectives/node_context.h); nullptr when nobody set it up, and then
   // only flat algorithms run. Set once, before the first collective.

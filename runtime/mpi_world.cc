@@ -88,6 +88,9 @@ StatusOr<MpiWorld> AttachToComm(MPI_Comm base, size_t max_call_bytes, bool watch
   }
   // The peer table covers every rank of the job, so process sets use it too.
   w.control->set_liveness_check(CheckPeers);
+  // The data plane too: kolo's own algorithms wait on point-to-point messages and
+  // shared-memory flags, which a dead peer would never answer.
+  w.data->set_liveness_check(CheckPeers);
   KOLO_MPI_CALL(MPI_Comm_split(data, l.local_rank, l.rank, &cross));
   KOLO_MPI_CALL(MPI_Comm_rank(cross, &l.cross_rank));
   KOLO_MPI_CALL(MPI_Comm_size(cross, &l.cross_size));

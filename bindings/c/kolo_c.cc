@@ -140,7 +140,8 @@ kolo_status_t kolo_init(void) {
   kolo::SetLogRank(world->layout.rank, world->layout.size);
   // Fails every rank together (a grouping that differs or does not parse), so no rank waits.
   auto node = kolo::MakeMpiNodeContext(world->data->comm(), config.node_grouping,
-                                       static_cast<size_t>(config.fusion_chunk_bytes));
+                                       static_cast<size_t>(config.fusion_chunk_bytes),
+                                       world->data->liveness_check());
   if (!node.ok()) return Fail(kolo::Status(node.status()).AddContext("kolo_init"));
   world->data->set_node(*node);
   kolo::MpiCommunicator& control = *world->control;  // owned by the runtime from here on

@@ -185,7 +185,9 @@ StatusOr<int> AddProcessSet(const std::vector<int>& requested) {
     config.autotune_log.clear();
     // Nodes of a set are its members' hosts: KOLO_NODE_GROUPING describes the whole job.
     config.node_grouping.clear();
-    auto node = MakeMpiNodeContext(world->data->comm(), "", static_cast<size_t>(g_config.fusion_chunk_bytes));
+    auto node = MakeMpiNodeContext(world->data->comm(), "",
+                                   static_cast<size_t>(g_config.fusion_chunk_bytes),
+                                   world->data->liveness_check());
     if (!node.ok()) return Status(node.status()).AddContext("add_process_set " + List(ranks));
     world->data->set_node(*node);
     set.runtime = std::make_shared<Runtime>(config, world->layout, std::move(world->control),

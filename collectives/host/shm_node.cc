@@ -24,6 +24,7 @@ std::atomic<uint64_t>* Counter(void* region, size_t offset) {
 
 struct ShmNodeReducer::State {
   std::unique_ptr<SharedSegment> segment;
+  Communicator* comm = nullptr;  // the node-local communicator the segment belongs to
   int rank = 0, size = 1, owners = 1;
   size_t piece_bytes = 0;
   size_t result_offset = 0;
@@ -47,6 +48,7 @@ StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, i
     return it->second.get();
   }
   auto s = std::make_unique<State>();
+  s->comm = &local;
   s->rank = local.Rank();
   s->size = local.Size();
   s->owners = owners;
@@ -76,6 +78,9 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
   const uint64_t target = ++s.seq;
   Counter(s.segment->Region(s.rank), kArrivedOffset)->store(target, std::memory_order_release);
   const auto deadline = Clock::now() + wait_timeout_;
+  // The peer watch (runtime/peer_watch.h) knows within a second when a peer process is gone.
+  auto next_liveness_check = Clock::now() + std::chrono::seconds(1);
+  Status alive;
   for (int r = 0; r < s.size; ++r) {
     if (r == s.rank) continue;
     std::atomic<uint64_t>* arrived = Counter(s.segment->Region(r), kArrivedOffset);
@@ -84,9 +89,16 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
       if (polls > 64) sched_yield();
       if ((polls & 1023) != 0) continue;
       std::string why;
+      const auto now = Clock::now();
+      if (now >= next_liveness_check) {
+        alive = s.comm->CheckLiveness();
+        next_liveness_check = now + std::chrono::seconds(1);
+      }
       if (failed->load(std::memory_order_acquire) != 0) {
         why = "local rank " + std::to_string(r) + " gave up on the all-reduce";
-      } else if (Clock::now() >= deadline) {
+      } else if (!alive.ok()) {
+        why = alive.message();
+      } else if (now >= deadline) {
         why = "local rank " + std::to_string(r) + " of " + std::to_string(s.size) +
               " did not reach the barrier " + phase + " within " +
               std::to_string(wait_timeout_.count()) + " ms (gone, or stuck elsewhere)";

@@ -55,6 +55,7 @@ class MpiCommunicator : public Communicator {
   // ends the wait with it (runtime/peer_watch.h: a peer process that is gone).
   void set_liveness_check(std::function<Status()> check) { liveness_check_ = std::move(check); }
   const std::function<Status()>& liveness_check() const { return liveness_check_; }
+  Status CheckLiveness() override { return liveness_check_ ? liveness_check_() : Status::OK(); }
 
  private:
   Status WaitPolled(MPI_Request* request);

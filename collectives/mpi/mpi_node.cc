@@ -55,7 +55,8 @@ Status AgreeOnString(MPI_Comm comm, const char* what, const std::string& value) 
 
 StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(MPI_Comm comm,
                                                           const std::string& grouping,
-                                                          size_t max_call_bytes) {
+                                                          size_t max_call_bytes,
+                                                          std::function<Status()> liveness) {
   KOLO_RETURN_IF_ERROR(AgreeOnString(comm, "KOLO_NODE_GROUPING", grouping));
   int rank = 0, size = 0;
   KOLO_MPI_CALL(MPI_Comm_rank(comm, &rank));
@@ -91,7 +92,10 @@ StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(MPI_Comm comm,
   KOLO_MPI_CALL(MPI_Comm_split(comm, node, local_rank, &local));
   KOLO_MPI_CALL(MPI_Comm_split(comm, local_rank, node, &cross));
   auto local_comm = std::make_unique<MpiCommunicator>(local, max_call_bytes);
-  ctx->cross = std::make_unique<MpiCommunicator>(cross, max_call_bytes);
+  auto cross_comm = std::make_unique<MpiCommunicator>(cross, max_call_bytes);
+  local_comm->set_liveness_check(liveness);
+  cross_comm->set_liveness_check(liveness);
+  ctx->cross = std::move(cross_comm);
 
   // Probe shared memory once, so the selector knows before it picks. Every rank of a node
   // takes the same branch: node_on_one_host is a fact of the whole node... except when the

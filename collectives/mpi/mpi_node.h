@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -17,9 +18,11 @@ namespace kolo {
 
 // Collective over `comm`. Succeeds or fails on every rank together: a grouping that differs
 // between ranks or does not parse fails all of them with a message naming it (and the ranks).
-StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(MPI_Comm comm,
-                                                          const std::string& grouping,
-                                                          size_t max_call_bytes);
+// `liveness`: the check the local and cross communicators run during long waits (see
+// MpiCommunicator::set_liveness_check); may be empty.
+StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(
+    MPI_Comm comm, const std::string& grouping, size_t max_call_bytes,
+    std::function<Status()> liveness = nullptr);
 
 // Fails every rank unless `value` is the same string on all ranks of `comm`:
 // "<what> must be the same on every rank: rank 0 has 'a', rank 2 has 'b'". Collective.
