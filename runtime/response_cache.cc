@@ -51,10 +51,15 @@ void ResponseCache::Erase(int slot) {
   free_.push_back(slot);
 }
 
-int ResponseCache::Put(const Response& single, const Request& mine) {
+int ResponseCache::Put(const Response& single, const Request& mine,
+                       std::vector<std::pair<int, Request>>* erased) {
+  auto erase = [&](int slot) {
+    if (erased) erased->emplace_back(slot, std::move(slots_[slot].request));
+    Erase(slot);
+  };
   auto existing = by_name_.find(single.names[0]);
-  if (existing != by_name_.end()) Erase(existing->second);
-  if (free_.empty()) Erase(lru_.back());
+  if (existing != by_name_.end()) erase(existing->second);
+  if (free_.empty()) erase(lru_.back());
   const int slot = free_.back();
   free_.pop_back();
   Slot& s = slots_[slot];

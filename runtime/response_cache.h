@@ -18,6 +18,7 @@
 #include <list>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/message.h"
@@ -46,6 +47,9 @@ class ResponseCache {
   Lookup Find(const Request& r, int* slot) const;
   const Response& response(int slot) const { return slots_[slot].response; }
   const std::string& name(int slot) const { return slots_[slot].response.names[0]; }
+  // This rank's Request for the slot's name: every field equals that of a submission that hits
+  // it (SameParameters, the name, this rank, not refused), so a hit needs no copy of its own.
+  const Request& request(int slot) const { return slots_[slot].request; }
   bool occupied(int slot) const { return slots_[slot].occupied; }
 
   // Marks the slot most recently used.
@@ -53,8 +57,10 @@ class ResponseCache {
   void Erase(int slot);
   // Caches `single` (a Response naming one tensor, not an error) with this rank's Request for
   // it, replacing an entry of the same name; evicts the least recently used entry when full.
-  // Returns the slot.
-  int Put(const Response& single, const Request& mine);
+  // Returns the slot. Entries it erases (the one of the same name, the evicted one) are
+  // appended to *erased, if given, as (slot, their Request), in order.
+  int Put(const Response& single, const Request& mine,
+          std::vector<std::pair<int, Request>>* erased = nullptr);
 
  private:
   struct Slot {
