@@ -70,7 +70,9 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   for (size_t i = 0; i < count; ++i) {
     const Request& r = mine.requests[i];
     if (r.op == OpType::kJoin) joined_ = true;
-    if (cache_.enabled() && ResponseCache::Cacheable(r)) found_[i] = cache_.Find(r, &found_slots_[i]);
+    if (cache_.enabled() && ResponseCache::Cacheable(r)) {
+      found_[i] = cache_.Find(r, &found_slots_[i]);
+    }
     any_group = any_group || r.group_size > 1;
   }
   std::unordered_map<std::string, bool> group_all_hits;  // group key -> every member hit
