@@ -10,46 +10,78 @@ int64_t ResponseBytes(const Response& r) {
   return n * static_cast<int64_t>(DataTypeSize(r.dtype));
 }
 
+Response* ResponseFuser::GroupFor(const Response& r, bool* opened) {
+  ++added_;
+  *opened = false;
+  const int64_t bytes = ResponseBytes(r);
+  const bool fusable = r.type == ResponseType::kAllreduce && threshold_bytes_ > 0 &&
+                       bytes < direct_bytes_ && bytes <= threshold_bytes_ && r.names.size() == 1;
+  if (!fusable) return nullptr;
+  const uint8_t dtype = static_cast<uint8_t>(r.dtype), op = static_cast<uint8_t>(r.reduce_op);
+  auto it = std::find_if(open_.begin(), open_.end(), [&](const Open& o) {
+    return o.dtype == dtype && o.op == op && o.prescale == r.prescale &&
+           o.postscale == r.postscale && o.device == r.device;
+  });
+  if (it != open_.end() && it->bytes + bytes <= threshold_bytes_) {
+    it->bytes += bytes;
+    return &out_[it->index];
+  }
+  if (it == open_.end()) {
+    it = open_.insert(open_.end(), Open{dtype, op, r.prescale, r.postscale, r.device, 0, 0});
+  }
+  it->index = out_.size();
+  it->bytes = bytes;
+  *opened = true;
+  return nullptr;
+}
+
+void ResponseFuser::Opened() {
+  // Room for the members still to come (those the threshold lets in, were they all as big as
+  // the first), so that a group of hundreds does not grow one doubling at a time.
+  if (expected_ <= added_) return;
+  Response& group = out_.back();
+  const int64_t first = std::max<int64_t>(ResponseBytes(group), 1);
+  const size_t rest = std::min<size_t>(expected_ - added_, threshold_bytes_ / first) + 1;
+  group.names.reserve(rest);
+  group.counts.reserve(rest);
+}
+
+void ResponseFuser::Add(Response&& r) {
+  bool opened;
+  Response* group = GroupFor(r, &opened);
+  if (!group) {
+    out_.push_back(std::move(r));
+    if (opened) Opened();
+    return;
+  }
+  group->names.push_back(std::move(r.names[0]));
+  group->counts.push_back(r.counts[0]);
+}
+
+void ResponseFuser::Add(const Response& r) {
+  bool opened;
+  Response* group = GroupFor(r, &opened);
+  if (!group) {
+    out_.push_back(r);
+    if (opened) Opened();
+    return;
+  }
+  group->names.push_back(r.names[0]);
+  group->counts.push_back(r.counts[0]);
+}
+
+std::vector<Response> ResponseFuser::Take() {
+  std::vector<Response> out;
+  out.swap(out_);
+  open_.clear();
+  return out;
+}
+
 std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold_bytes,
                                     int64_t direct_bytes) {
-  // The groups still accepting members: one per (dtype, op, scales, device) seen, so a handful;
-  // a linear scan beats a map at this size (this runs for every tensor of every cycle).
-  struct Open {
-    uint8_t dtype, op;
-    double prescale, postscale;
-    int32_t device;
-    size_t index;   // in `out`
-    int64_t bytes;  // of tensor data in the group
-  };
-  std::vector<Response> out;
-  out.reserve(responses.size());
-  std::vector<Open> open;
-  for (Response& r : responses) {
-    const int64_t bytes = ResponseBytes(r);
-    const bool fusable = r.type == ResponseType::kAllreduce && threshold_bytes > 0 &&
-                         bytes < direct_bytes && bytes <= threshold_bytes && r.names.size() == 1;
-    if (!fusable) {
-      out.push_back(std::move(r));
-      continue;
-    }
-    const uint8_t dtype = static_cast<uint8_t>(r.dtype), op = static_cast<uint8_t>(r.reduce_op);
-    auto it = std::find_if(open.begin(), open.end(), [&](const Open& o) {
-      return o.dtype == dtype && o.op == op && o.prescale == r.prescale &&
-             o.postscale == r.postscale && o.device == r.device;
-    });
-    if (it != open.end() && it->bytes + bytes <= threshold_bytes) {
-      Response& group = out[it->index];
-      group.names.push_back(std::move(r.names[0]));
-      group.counts.push_back(r.counts[0]);
-      it->bytes += bytes;
-      continue;
-    }
-    if (it == open.end()) it = open.insert(open.end(), Open{dtype, op, r.prescale, r.postscale, r.device, 0, 0});
-    it->index = out.size();
-    it->bytes = bytes;
-    out.push_back(std::move(r));
-  }
-  return out;
+  ResponseFuser fuser(threshold_bytes, direct_bytes, responses.size());
+  for (Response& r : responses) fuser.Add(std::move(r));
+  return fuser.Take();
 }
 
 }  // namespace kolo

@@ -23,6 +23,45 @@ namespace kolo {
 std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold_bytes,
                                     int64_t direct_bytes);
 
+// The same rules, one Response at a time: FuseResponses(rs) == Add each of rs in order, Take.
+// The controller adds its cached Responses by reference, so a cache hit that joins a group
+// costs a name and a count, not a copy of the whole Response (this runs for every tensor of
+// every cycle).
+class ResponseFuser {
+ public:
+  // `expected`: how many Responses will be added (a hint: a new group reserves room for the
+  // rest, so that it does not grow one name at a time).
+  ResponseFuser(int64_t threshold_bytes, int64_t direct_bytes, size_t expected = 0)
+      : threshold_bytes_(threshold_bytes), direct_bytes_(direct_bytes), expected_(expected) {}
+  void Add(Response&& r);
+  void Add(const Response& r);
+  std::vector<Response> Take();
+
+ private:
+  // The groups still accepting members: one per (dtype, op, scales, device) seen, so a handful;
+  // a linear scan beats a map at this size.
+  struct Open {
+    uint8_t dtype, op;
+    double prescale, postscale;
+    int32_t device;
+    size_t index;   // in `out_`
+    int64_t bytes;  // of tensor data in the group
+  };
+  // The group `r` joins (its bytes counted), or nullptr when `r` goes into out_ as a Response
+  // of its own: not fusable, or the first member of a new group (then registered as open and
+  // *opened set).
+  Response* GroupFor(const Response& r, bool* opened);
+  // Called with the first member of a new group, just put in out_.
+  void Opened();
+
+  int64_t threshold_bytes_;
+  int64_t direct_bytes_;
+  size_t expected_;
+  size_t added_ = 0;
+  std::vector<Response> out_;
+  std::vector<Open> open_;
+};
+
 // Bytes of tensor data a (possibly fused) allreduce Response covers.
 int64_t ResponseBytes(const Response& r);
 

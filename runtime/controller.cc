@@ -17,7 +17,9 @@ Controller::Controller(Communicator& control, ControllerOptions options)
       options_(options),
       coordinator_(control.Size()),
       stall_(options.stall),
-      cache_(options.cache_capacity > 0 ? static_cast<size_t>(options.cache_capacity) : 0) {
+      cache_(options.cache_capacity > 0 ? static_cast<size_t>(options.cache_capacity) : 0),
+      waiting_((cache_.capacity() + 63) / 64, 0),
+      since_(cache_.capacity()) {
   cycle_time_ms_ = options_.cycle_time_ms;
   if (options_.autotune && control_.Rank() == kCoordinator) {
     tuner_ = std::make_unique<Autotuner>(
@@ -61,33 +63,47 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   std::vector<Request> uncached;
   uncached.swap(deferred_);
   std::vector<int> stale;
-  std::vector<ResponseCache::Lookup> found(mine.requests.size(), ResponseCache::Lookup::kMiss);
-  std::vector<int> slots(mine.requests.size(), -1);
-  std::unordered_map<std::string, bool> group_all_hits;  // group key -> every member hit
-  for (size_t i = 0; i < mine.requests.size(); ++i) {
+  const size_t count = mine.requests.size();
+  found_.assign(count, ResponseCache::Lookup::kMiss);
+  found_slots_.assign(count, -1);
+  bool any_group = false;
+  for (size_t i = 0; i < count; ++i) {
     const Request& r = mine.requests[i];
     if (r.op == OpType::kJoin) joined_ = true;
-    if (cache_.enabled() && ResponseCache::Cacheable(r)) found[i] = cache_.Find(r, &slots[i]);
-    if (r.group_size > 1) {
+    if (cache_.enabled() && ResponseCache::Cacheable(r)) {
+      found_[i] = cache_.Find(r, &found_slots_[i]);
+    }
+    any_group = any_group || r.group_size > 1;
+  }
+  std::unordered_map<std::string, bool> group_all_hits;  // group key -> every member hit
+  if (any_group) {
+    for (size_t i = 0; i < count; ++i) {
+      const Request& r = mine.requests[i];
+      if (r.group_size <= 1) continue;
       auto g = group_all_hits.emplace(r.group, true).first;
-      g->second = g->second && found[i] == ResponseCache::Lookup::kHit;
+      g->second = g->second && found_[i] == ResponseCache::Lookup::kHit;
     }
   }
-  for (size_t i = 0; i < mine.requests.size(); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     Request& r = mine.requests[i];
-    ResponseCache::Lookup lookup = found[i];
+    ResponseCache::Lookup lookup = found_[i];
+    const int slot = found_slots_[i];
     // A group goes one way: when one member cannot be served from the cache, none is, and the
     // others' slots are invalidated so that every rank sends this group the slow way.
     if (lookup == ResponseCache::Lookup::kHit && r.group_size > 1 && !group_all_hits[r.group]) {
       lookup = ResponseCache::Lookup::kStale;
     }
+    if (lookup == ResponseCache::Lookup::kHit && Waiting(slot)) {
+      // Cannot happen (a name is in flight once, a slot holds one name); never drop a Request.
+      lookup = ResponseCache::Lookup::kMiss;
+    }
     switch (lookup) {
       case ResponseCache::Lookup::kHit:
         ++stats_.cache_hits;
-        hits_.emplace(slots[i], Hit{std::move(r), start});
+        Hold(slot, start);
         break;
       case ResponseCache::Lookup::kStale:
-        stale.push_back(slots[i]);
+        stale.push_back(slot);
         [[fallthrough]];
       case ResponseCache::Lookup::kMiss:
         if (cache_.enabled() && ResponseCache::Cacheable(r)) ++stats_.cache_misses;
@@ -96,12 +112,12 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
     }
   }
 
-  std::vector<Response> responses;  // one tensor each, in execution order; fused below
   bool any_slow = true;
   bool any_joined = joined_;
+  ready_slots_.clear();
   if (cache_.enabled()) {
     KOLO_RETURN_IF_ERROR(
-        AgreeOnHits(mine.shutdown, stale, &uncached, &responses, &any_slow, &any_joined));
+        AgreeOnHits(mine.shutdown, stale, &uncached, &ready_slots_, &any_slow, &any_joined));
   }
   ResponseList result;
   if (any_slow) {
@@ -117,56 +133,63 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
     auto slow = SlowPath(list);
     if (!slow.ok()) return slow.status();
     result = std::move(*slow);
-    ApplyTuned(result);
-    if (cache_.enabled()) CacheResponses(result.responses, any_joined);
-    for (const Response& r : result.responses) {
-      if (r.type == ResponseType::kJoin) joined_ = false;  // every rank has joined
-    }
-    responses.insert(responses.end(), std::make_move_iterator(result.responses.begin()),
-                     std::make_move_iterator(result.responses.end()));
+    ApplyTuned(result);  // before fusing: a tuned threshold applies to this cycle
   }
-  result.responses = FuseResponses(std::move(responses), options_.fusion_threshold_bytes,
-                                   options_.fusion_direct_bytes);
+  // Cache hits first, in slot order, then the coordinator's Responses, each naming one tensor,
+  // fused as they are added. The hits are read from the cache before CacheResponses can give
+  // their slots to other names.
+  ResponseFuser fused(options_.fusion_threshold_bytes, options_.fusion_direct_bytes,
+                      ready_slots_.size() + result.responses.size());
+  for (int slot : ready_slots_) fused.Add(cache_.response(slot));
+  if (any_slow) {
+    if (cache_.enabled()) CacheResponses(result.responses, any_joined);
+    for (Response& r : result.responses) {
+      if (r.type == ResponseType::kJoin) joined_ = false;  // every rank has joined
+      fused.Add(std::move(r));
+    }
+  }
+  result.responses = fused.Take();
   Tune(result.responses);
+  // Freed here rather than by the caller, so that negotiate_ns counts what the cycle costs.
+  mine.requests.clear();
   stats_.negotiate_ns += Nanos(Clock::now() - start);
   return result;
 }
 
 Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
-                               std::vector<Request>* uncached, std::vector<Response>* ready,
+                               std::vector<Request>* uncached, std::vector<int>* ready,
                                bool* any_slow, bool* any_joined) {
   const size_t capacity = cache_.capacity();
-  const size_t n = (capacity + 63) / 64;
-  std::vector<uint64_t> words(1 + 2 * n, 0);
-  uint64_t* ready_bits = words.data() + 1;
-  uint64_t* valid_bits = words.data() + 1 + n;
+  const size_t n = waiting_.size();
+  words_.assign(1 + 2 * n, 0);
+  uint64_t* ready_bits = words_.data() + 1;
+  uint64_t* valid_bits = words_.data() + 1 + n;
   std::fill(valid_bits, valid_bits + n, ~uint64_t{0});
   auto clear = [](uint64_t* bits, int slot) { bits[slot / 64] &= ~(uint64_t{1} << (slot % 64)); };
   for (int slot : stale) clear(valid_bits, slot);
   // A hit the peers have not matched for long goes to the coordinator, where the stall
   // inspector can see which ranks are missing.
   const auto now = Clock::now();
-  for (auto it = hits_.begin(); it != hits_.end();) {
-    if (now - it->second.since > stall_.HoldLimit()) {
-      clear(valid_bits, it->first);
-      uncached->push_back(std::move(it->second.request));
-      it = hits_.erase(it);
+  const auto hold_limit = stall_.HoldLimit();
+  ForEachWaiting([&](int slot) {
+    if (now - since_[slot] > hold_limit) {
+      clear(valid_bits, slot);
+      uncached->push_back(Release(slot));
     } else {
-      ready_bits[it->first / 64] |= uint64_t{1} << (it->first % 64);
-      ++it;
+      ready_bits[slot / 64] |= uint64_t{1} << (slot % 64);
     }
-  }
+  });
   const bool stall_check_due = control_.Rank() == kCoordinator && coordinator_.pending() > 0 &&
                                stall_.Due(now);
   const bool need_slow =
       !uncached->empty() || shutdown || joined_ || stall_check_due || announce_.has_value();
-  words[0] = (need_slow ? 0 : kNoSlowPath) | (joined_ ? 0 : kNoneJoined);
+  words_[0] = (need_slow ? 0 : kNoSlowPath) | (joined_ ? 0 : kNoneJoined);
   const auto exchange_start = Clock::now();
-  KOLO_RETURN_IF_ERROR(control_.AndBits(words.data(), words.size())
+  KOLO_RETURN_IF_ERROR(control_.AndBits(words_.data(), words_.size())
                            .AddContext("negotiation: agreeing on cached tensors"));
   stats_.exchange_ns += Nanos(Clock::now() - exchange_start);
-  *any_slow = !(words[0] & kNoSlowPath);
-  *any_joined = !(words[0] & kNoneJoined);
+  *any_slow = !(words_[0] & kNoSlowPath);
+  *any_joined = !(words_[0] & kNoneJoined);
 
   // Slots some rank invalidated: erased everywhere; this rank's hit of one goes the slow way
   // (the invalidating rank asked for the slow path, so it runs this cycle).
@@ -175,36 +198,31 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
       const int slot = static_cast<int>(w * 64) + __builtin_ctzll(cleared);
       if (static_cast<size_t>(slot) >= capacity) break;
       ++stats_.invalidations;
+      if (Waiting(slot)) uncached->push_back(Release(slot));
       cache_.Erase(slot);
-      auto h = hits_.find(slot);
-      if (h != hits_.end()) {
-        uncached->push_back(std::move(h->second.request));
-        hits_.erase(h);
-      }
     }
   }
   MoveGroupsOfUncachedHits(uncached);
   if (*any_joined) {
     // A joined rank has no Request for its peers' names: everything goes to the coordinator,
     // which knows who joined (a joined rank always asks for the slow path).
-    for (auto& [slot, hit] : hits_) uncached->push_back(std::move(hit.request));
-    hits_.clear();
+    ForEachWaiting([&](int slot) { uncached->push_back(Release(slot)); });
     return Status::OK();
   }
   for (size_t w = 0; w < n; ++w) {
     for (uint64_t bits = ready_bits[w] & valid_bits[w]; bits; bits &= bits - 1) {
       const int slot = static_cast<int>(w * 64) + __builtin_ctzll(bits);
-      auto h = hits_.find(slot);
-      if (h == hits_.end()) continue;  // cannot happen: this rank's own bit is in the AND
-      ready->push_back(cache_.response(slot));
+      if (!Waiting(slot)) continue;  // cannot happen: this rank's own bit is in the AND
+      ready->push_back(slot);
       cache_.Touch(slot);
-      hits_.erase(h);
+      Unhold(slot);
     }
   }
   return Status::OK();
 }
 
 void Controller::CacheResponses(const std::vector<Response>& responses, bool any_joined) {
+  std::vector<std::pair<int, Request>> erased;  // entries Put erased, with their Requests
   for (const Response& r : responses) {
     for (const std::string& name : r.names) {
       auto it = sent_.find(name);
@@ -221,19 +239,18 @@ void Controller::CacheResponses(const std::vector<Response>& responses, bool any
         } else {
           mine.op = OpType::kJoin;
         }
-        cache_.Put(r, mine);
+        cache_.Put(r, mine, &erased);
       }
       if (it != sent_.end()) sent_.erase(it);
     }
   }
-  // A hit whose slot was given to another name waits for its peers the slow way now.
-  for (auto it = hits_.begin(); it != hits_.end();) {
-    if (!cache_.occupied(it->first) || cache_.name(it->first) != it->second.request.name) {
-      deferred_.push_back(std::move(it->second.request));
-      it = hits_.erase(it);
-    } else {
-      ++it;
-    }
+  // A hit whose entry was erased (its slot given to another name) waits for its peers the slow
+  // way now. The first erasure of a slot holds the hit's Request; a later one in the same loop
+  // is of an entry put there since (no longer waiting by then).
+  for (auto& [slot, request] : erased) {
+    if (!Waiting(slot)) continue;
+    Unhold(slot);
+    deferred_.push_back(std::move(request));
   }
   MoveGroupsOfUncachedHits(&deferred_);
 }
@@ -244,14 +261,10 @@ void Controller::MoveGroupsOfUncachedHits(std::vector<Request>* uncached) {
     if (r.group_size > 1) groups.emplace(r.group, true);
   }
   if (groups.empty()) return;
-  for (auto it = hits_.begin(); it != hits_.end();) {
-    if (it->second.request.group_size > 1 && groups.count(it->second.request.group)) {
-      uncached->push_back(std::move(it->second.request));
-      it = hits_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  ForEachWaiting([&](int slot) {
+    const Request& r = cache_.request(slot);
+    if (r.group_size > 1 && groups.count(r.group)) uncached->push_back(Release(slot));
+  });
 }
 
 ResponseList Controller::Coordinate(const std::vector<std::string>& gathered) {

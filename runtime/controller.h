@@ -2,7 +2,7 @@
 // response cache):
 //
 //  1. Fast path (KOLO_CACHE_CAPACITY > 0). Every rank sorts its new Requests: a name negotiated
-//     before with the same parameters is a cache hit and waits in `hits_`; anything else is
+//     before with the same parameters is a cache hit and waits (`waiting_`); anything else is
 //     uncached. One bitwise-AND all-reduce of [status | ready bits | valid bits] follows:
 //       status  bit 0 "no rank needs the slow path" (no uncached Request, no shutdown, no join)
 //               bit 1 "no rank has joined"
@@ -30,6 +30,7 @@
 #include <unordered_map>
 
 #include "collectives/communicator.h"
+#include "fusion/planner.h"
 #include "runtime/coordinator.h"
 #include "runtime/message.h"
 #include "runtime/autotune.h"
@@ -84,15 +85,11 @@ class Controller {
   static constexpr uint64_t kNoSlowPath = 1;
   static constexpr uint64_t kNoneJoined = 2;
 
-  struct Hit {
-    Request request;
-    Clock::time_point since;
-  };
-
-  // Step 1: the AND-ed bits decide which hits run now; invalidated ones join `uncached`.
-  // `stale`: slots whose names this rank submitted with other parameters.
+  // Step 1: the AND-ed bits decide which hits run now (their slots go to `ready`, in slot
+  // order); invalidated ones join `uncached`. `stale`: slots whose names this rank submitted
+  // with other parameters.
   Status AgreeOnHits(bool shutdown, const std::vector<int>& stale, std::vector<Request>* uncached,
-                     std::vector<Response>* ready, bool* any_slow, bool* any_joined);
+                     std::vector<int>* ready, bool* any_slow, bool* any_joined);
   // Step 2 (all ranks).
   StatusOr<ResponseList> SlowPath(const RequestList& mine);
   // Coordinator's part of step 2.
@@ -101,6 +98,29 @@ class Controller {
   void CacheResponses(const std::vector<Response>& responses, bool any_joined);
   // A group goes one way: hits of a group with a member in `uncached` join it there.
   void MoveGroupsOfUncachedHits(std::vector<Request>* uncached);
+
+  // The waiting hits, by slot. A hit's Request is the one its cache entry holds
+  // (ResponseCache::request), so only the time it arrived is kept.
+  bool Waiting(int slot) const { return (waiting_[slot / 64] >> (slot % 64)) & 1; }
+  void Hold(int slot, Clock::time_point since) {
+    waiting_[slot / 64] |= uint64_t{1} << (slot % 64);
+    since_[slot] = since;
+  }
+  void Unhold(int slot) { waiting_[slot / 64] &= ~(uint64_t{1} << (slot % 64)); }
+  // Unholds a hit that goes the slow way, with a copy of its Request (its entry stays put).
+  Request Release(int slot) {
+    Unhold(slot);
+    return cache_.request(slot);
+  }
+  // Calls f(slot) for each waiting hit, in slot order; f may Unhold(slot).
+  template <typename F>
+  void ForEachWaiting(F f) {
+    for (size_t w = 0; w < waiting_.size(); ++w) {
+      for (uint64_t bits = waiting_[w]; bits; bits &= bits - 1) {
+        f(static_cast<int>(w * 64) + __builtin_ctzll(bits));
+      }
+    }
+  }
 
   // All ranks: a setting announced in the ResponseList takes effect before this cycle's fusion.
   void ApplyTuned(const ResponseList& list);
@@ -115,7 +135,17 @@ class Controller {
   Coordinator coordinator_;
   StallInspector stall_;
   ResponseCache cache_;
-  std::unordered_map<int, Hit> hits_;                 // slot -> this rank's waiting hit
+  // This rank's hits waiting for the peers: bit `slot` of waiting_ is set, and since_[slot] is
+  // when the hit arrived. A bitmap over slots rather than a map of Requests, so that holding and
+  // releasing a hit neither allocates nor moves a Request, and the walks over the waiting hits
+  // are cheap and in slot order.
+  std::vector<uint64_t> waiting_;
+  std::vector<Clock::time_point> since_;
+  // Per-cycle scratch, kept so that a cycle allocates nothing for them.
+  std::vector<ResponseCache::Lookup> found_;
+  std::vector<int> found_slots_;
+  std::vector<uint64_t> words_;    // the AND-ed status | ready | valid bits
+  std::vector<int> ready_slots_;   // hits ready on every rank, in slot order
   std::unordered_map<std::string, Request> sent_;     // uncached Requests awaiting a Response
   std::vector<Request> deferred_;  // hits whose slot was evicted: sent the slow way next cycle
   bool joined_ = false;            // this rank has sent a join that has not completed

@@ -1,10 +1,73 @@
 #include "runtime/response_cache.h"
 
+#include <functional>
+
 namespace kolo {
 
-ResponseCache::ResponseCache(size_t capacity) : capacity_(capacity), slots_(capacity) {
+namespace {
+
+uint64_t NameHash(const std::string& name) { return std::hash<std::string>()(name); }
+
+}  // namespace
+
+ResponseCache::ResponseCache(size_t capacity)
+    : capacity_(capacity),
+      slots_(capacity),
+      hash_(capacity, 0),
+      newer_(capacity, kNone),
+      older_(capacity, kNone) {
   free_.reserve(capacity);
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int>(i - 1));
+  if (capacity == 0) return;
+  size_t cells = 2;
+  while (cells < 2 * capacity) cells *= 2;  // at most half full: short probe runs
+  index_.assign(cells, kNone);
+  mask_ = cells - 1;
+}
+
+size_t ResponseCache::Probe(uint64_t h, const std::string& name, int* slot) const {
+  for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+    const int s = index_[i];
+    if (s == kNone || (hash_[s] == h && slots_[s].response.names[0] == name)) {
+      *slot = s;
+      return i;
+    }
+  }
+}
+
+void ResponseCache::IndexInsert(int slot) {
+  int found;
+  const size_t i = Probe(hash_[slot], slots_[slot].response.names[0], &found);
+  index_[i] = slot;  // found == kNone: Put erased any entry of this name first
+}
+
+void ResponseCache::IndexErase(int slot) {
+  int found;
+  size_t hole = Probe(hash_[slot], slots_[slot].response.names[0], &found);
+  // Backward-shift deletion: move later members of the probe run into the hole when their home
+  // cell is not between the hole and them, so that no lookup stops early at the hole.
+  for (size_t j = (hole + 1) & mask_; index_[j] != kNone; j = (j + 1) & mask_) {
+    const size_t home = hash_[index_[j]] & mask_;
+    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (stays) continue;
+    index_[hole] = index_[j];
+    hole = j;
+  }
+  index_[hole] = kNone;
+}
+
+void ResponseCache::Unlink(int slot) {
+  const int newer = newer_[slot], older = older_[slot];
+  (newer == kNone ? newest_ : older_[newer]) = older;
+  (older == kNone ? oldest_ : newer_[older]) = newer;
+  newer_[slot] = older_[slot] = kNone;
+}
+
+void ResponseCache::LinkFront(int slot) {
+  older_[slot] = newest_;
+  newer_[slot] = kNone;
+  (newest_ == kNone ? oldest_ : newer_[newest_]) = slot;
+  newest_ = slot;
 }
 
 bool ResponseCache::Cacheable(const Request& r) {
@@ -31,30 +94,41 @@ bool SameParameters(const Request& a, const Request& b) {
 }
 
 ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) const {
-  auto it = by_name_.find(r.name);
-  if (it == by_name_.end()) return Lookup::kMiss;
-  *slot = it->second;
-  return SameParameters(slots_[it->second].request, r) ? Lookup::kHit : Lookup::kStale;
+  if (capacity_ == 0) return Lookup::kMiss;
+  int found;
+  Probe(NameHash(r.name), r.name, &found);
+  if (found == kNone) return Lookup::kMiss;
+  *slot = found;
+  return SameParameters(slots_[found].request, r) ? Lookup::kHit : Lookup::kStale;
 }
 
 void ResponseCache::Touch(int slot) {
-  Slot& s = slots_[slot];
-  lru_.splice(lru_.begin(), lru_, s.lru);
+  if (newest_ == slot) return;
+  Unlink(slot);
+  LinkFront(slot);
 }
 
 void ResponseCache::Erase(int slot) {
   Slot& s = slots_[slot];
   if (!s.occupied) return;
-  by_name_.erase(s.response.names[0]);
-  lru_.erase(s.lru);
+  IndexErase(slot);
+  Unlink(slot);
   s = Slot();
+  --size_;
   free_.push_back(slot);
 }
 
-int ResponseCache::Put(const Response& single, const Request& mine) {
-  auto existing = by_name_.find(single.names[0]);
-  if (existing != by_name_.end()) Erase(existing->second);
-  if (free_.empty()) Erase(lru_.back());
+int ResponseCache::Put(const Response& single, const Request& mine,
+                       std::vector<std::pair<int, Request>>* erased) {
+  auto erase = [&](int slot) {
+    if (erased) erased->emplace_back(slot, std::move(slots_[slot].request));
+    Erase(slot);
+  };
+  const uint64_t h = NameHash(single.names[0]);
+  int existing;
+  Probe(h, single.names[0], &existing);
+  if (existing != kNone) erase(existing);
+  if (free_.empty()) erase(oldest_);
   const int slot = free_.back();
   free_.pop_back();
   Slot& s = slots_[slot];
@@ -62,9 +136,10 @@ int ResponseCache::Put(const Response& single, const Request& mine) {
   s.response = single;
   s.request = mine;
   s.request.refused.clear();
-  lru_.push_front(slot);
-  s.lru = lru_.begin();
-  by_name_.emplace(single.names[0], slot);
+  hash_[slot] = h;
+  IndexInsert(slot);
+  LinkFront(slot);
+  ++size_;
   return slot;
 }
 

@@ -11,13 +11,18 @@
 //
 // Capacity: KOLO_CACHE_CAPACITY entries (0 = no cache); the least recently used entry goes
 // when a new one needs its slot.
+//
+// Every cached tensor is looked up and touched every cycle, so both are flat arrays over slots
+// rather than node containers: the name index is an open-addressing table of slot numbers
+// (linear probing, at most half full, backward-shift deletion) that compares a slot's stored
+// hash before its name, and the LRU order is a doubly linked list threaded through two int
+// arrays.
 #ifndef KOLO_RUNTIME_RESPONSE_CACHE_H_
 #define KOLO_RUNTIME_RESPONSE_CACHE_H_
 
 #include <cstddef>
-#include <list>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/message.h"
@@ -35,7 +40,7 @@ class ResponseCache {
   explicit ResponseCache(size_t capacity);
 
   size_t capacity() const { return capacity_; }
-  size_t size() const { return by_name_.size(); }
+  size_t size() const { return size_; }
   bool enabled() const { return capacity_ > 0; }
 
   // Only operations whose Response depends on nothing but the ranks' Requests are cached:
@@ -46,6 +51,9 @@ class ResponseCache {
   Lookup Find(const Request& r, int* slot) const;
   const Response& response(int slot) const { return slots_[slot].response; }
   const std::string& name(int slot) const { return slots_[slot].response.names[0]; }
+  // This rank's Request for the slot's name: every field equals that of a submission that hits
+  // it (SameParameters, the name, this rank, not refused), so a hit needs no copy of its own.
+  const Request& request(int slot) const { return slots_[slot].request; }
   bool occupied(int slot) const { return slots_[slot].occupied; }
 
   // Marks the slot most recently used.
@@ -53,21 +61,35 @@ class ResponseCache {
   void Erase(int slot);
   // Caches `single` (a Response naming one tensor, not an error) with this rank's Request for
   // it, replacing an entry of the same name; evicts the least recently used entry when full.
-  // Returns the slot.
-  int Put(const Response& single, const Request& mine);
+  // Returns the slot. Entries it erases (the one of the same name, the evicted one) are
+  // appended to *erased, if given, as (slot, their Request), in order.
+  int Put(const Response& single, const Request& mine,
+          std::vector<std::pair<int, Request>>* erased = nullptr);
 
  private:
   struct Slot {
     bool occupied = false;
     Response response;
     Request request;
-    std::list<int>::iterator lru;  // position in lru_ (front = most recent)
   };
+  static constexpr int kNone = -1;
+
+  // The index position holding `slot`'s name, or of the empty cell where a name of hash `h`
+  // would go (Find by name: `name` non-null).
+  size_t Probe(uint64_t h, const std::string& name, int* slot) const;
+  void IndexInsert(int slot);
+  void IndexErase(int slot);
+  void Unlink(int slot);
+  void LinkFront(int slot);
 
   const size_t capacity_;
+  size_t size_ = 0;
   std::vector<Slot> slots_;
-  std::unordered_map<std::string, int> by_name_;
-  std::list<int> lru_;
+  std::vector<uint64_t> hash_;  // per slot: the hash of its name
+  std::vector<int> index_;      // open addressing: slot numbers or kNone; a power of two long
+  size_t mask_ = 0;
+  std::vector<int> newer_, older_;  // per slot: LRU neighbours (kNone at the ends)
+  int newest_ = kNone, oldest_ = kNone;
   std::vector<int> free_;  // free slots, lowest last
 };
 

@@ -53,5 +53,23 @@ TEST(Planner, ScaleFactorsMustMatchToFuse) {
   EXPECT_EQ(FuseResponses({a, b}, 1 << 20, 1 << 20).size(), 2u);
 }
 
+TEST(Planner, FuserFromReferencesMatchesFuseResponsesAndLeavesItsInputAlone) {
+  Response g;
+  g.type = ResponseType::kAllgather;
+  g.names = {"gather"};
+  const std::vector<Response> in = {AR("a", 100), AR("i", 1, DataType::kInt32), g,
+                                    AR("b", 100), AR("big", 1 << 20), AR("c", 100),
+                                    AR("j", 1, DataType::kInt32)};
+  ResponseFuser fuser(1000, 4096, in.size());
+  for (const Response& r : in) fuser.Add(r);
+  const std::vector<Response> out = fuser.Take();
+  EXPECT_EQ(Names(out), Names(FuseResponses(in, 1000, 4096)));
+  EXPECT_EQ(Names(out), (std::vector<std::vector<std::string>>{
+                            {"a", "b"}, {"i", "j"}, {"gather"}, {"big"}, {"c"}}));
+  EXPECT_EQ(out[1].counts, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(in[0].names, std::vector<std::string>{"a"});  // copied, not moved
+  EXPECT_TRUE(fuser.Take().empty());                      // a fuser starts over after Take
+}
+
 }  // namespace
 }  // namespace kolo

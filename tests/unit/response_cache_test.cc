@@ -4,6 +4,8 @@
 // tensor that waits for its peers.
 #include <gtest/gtest.h>
 
+#include <list>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -73,6 +75,70 @@ TEST(ResponseCache, PutOfACachedNameReplacesItAndEraseFreesTheSlot) {
   EXPECT_FALSE(c.occupied(b));
   EXPECT_EQ(c.Find(Req("b"), &found), ResponseCache::Lookup::kMiss);
   EXPECT_EQ(c.Put(Resp("d"), Req("d")), b);  // the lowest free slot
+}
+
+// The flat name index and LRU list against a plain model (a map and a list) through a long
+// random run of puts, re-puts, touches and erases: lookups, slots, evictions and sizes agree.
+TEST(ResponseCache, MatchesAReferenceModelUnderChurn) {
+  for (size_t capacity : {1u, 3u, 8u, 37u}) {
+    ResponseCache c(capacity);
+    std::map<std::string, int> by_name;  // the model
+    std::list<int> lru;                  // front = most recent
+    std::vector<std::string> name_of(capacity);
+    uint64_t x = 12345;
+    auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+    for (int step = 0; step < 20000; ++step) {
+      // Names share prefixes and hashes crowd the small index: probe runs wrap and shift.
+      const std::string name = "grad/" + std::to_string(next() >> 33 & 63);
+      const int action = static_cast<int>(next() >> 60 & 3);
+      int slot = -1;
+      const auto lookup = c.Find(Req(name), &slot);
+      auto it = by_name.find(name);
+      ASSERT_EQ(lookup == ResponseCache::Lookup::kHit, it != by_name.end()) << name;
+      if (it != by_name.end()) {
+        ASSERT_EQ(slot, it->second);
+      }
+      if (action == 0 && it != by_name.end()) {
+        c.Touch(slot);
+        lru.remove(slot);
+        lru.push_front(slot);
+      } else if (action == 1 && it != by_name.end()) {
+        c.Erase(slot);
+        lru.remove(slot);
+        by_name.erase(it);
+      } else {
+        std::vector<std::pair<int, Request>> erased;
+        const int put = c.Put(Resp(name), Req(name), &erased);
+        std::vector<int> expected_erased;
+        if (it != by_name.end()) {
+          expected_erased.push_back(it->second);
+          lru.remove(it->second);
+          by_name.erase(it);
+        }
+        if (by_name.size() == capacity) {
+          const int victim = lru.back();
+          expected_erased.push_back(victim);
+          lru.pop_back();
+          by_name.erase(name_of[victim]);
+        }
+        ASSERT_EQ(erased.size(), expected_erased.size());
+        for (size_t i = 0; i < erased.size(); ++i) {
+          EXPECT_EQ(erased[i].first, expected_erased[i]);
+          EXPECT_EQ(erased[i].second.name, name_of[erased[i].first]);
+        }
+        by_name[name] = put;
+        name_of[put] = name;
+        lru.push_front(put);
+        ASSERT_EQ(c.name(put), name);
+      }
+      ASSERT_EQ(c.size(), by_name.size()) << "step " << step;
+    }
+    for (const auto& [name, slot] : by_name) {
+      int found = -1;
+      EXPECT_EQ(c.Find(Req(name), &found), ResponseCache::Lookup::kHit);
+      EXPECT_EQ(found, slot);
+    }
+  }
 }
 
 TEST(ResponseCache, OnlyNegotiatedOperationsAreCacheable) {
