@@ -14,20 +14,49 @@
 
 namespace kolo {
 
-std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms() {
-  std::vector<std::unique_ptr<AllreduceAlgorithm>> table;
-  // Ties go to the earlier entry: the library's own first, then the flat point-to-point
-  // algorithms from small to large messages.
-  table.push_back(std::make_unique<NativeAllreduce>());
-  table.push_back(std::make_unique<RecursiveDoublingAllreduce>());
-  table.push_back(std::make_unique<RabenseifnerAllreduce>());
-  table.push_back(std::make_unique<RingAllreduce>());
+namespace {
+
+// The flat algorithms, for the table and for hierarchical's cross-node step. Ties go to the
+// earlier entry: the library's own first, then point-to-point from small to large messages.
+void AddFlat(std::vector<std::unique_ptr<AllreduceAlgorithm>>* table) {
+  table->push_back(std::make_unique<NativeAllreduce>());
+  table->push_back(std::make_unique<RecursiveDoublingAllreduce>());
+  table->push_back(std::make_unique<RabenseifnerAllreduce>());
+  table->push_back(std::make_unique<RingAllreduce>());
   // Tree all-reduces: small to mid messages, many ranks.
-  table.push_back(std::make_unique<TreeAllreduce>());
-  table.push_back(std::make_unique<DoubleBinaryTreeAllreduce>());
+  table->push_back(std::make_unique<TreeAllreduce>());
+  table->push_back(std::make_unique<DoubleBinaryTreeAllreduce>());
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
+    std::shared_ptr<const CostModel> cost) {
+  if (!cost) cost = std::make_shared<const CostModel>();
+  std::vector<std::unique_ptr<AllreduceAlgorithm>> table;
+  AddFlat(&table);
   // Node-level algorithms: one node through shared memory; several nodes in three phases.
   table.push_back(std::make_unique<ShmAllreduce>());
-  table.push_back(std::make_unique<HierarchicalAllreduce>());
+  // Hierarchical's cross-node step runs the cheapest flat algorithm for its slice, by the same
+  // cost model (its own instances: their scratch is separate from the top-level ones').
+  auto cross = std::make_shared<std::vector<std::unique_ptr<AllreduceAlgorithm>>>();
+  AddFlat(cross.get());
+  table.push_back(std::make_unique<HierarchicalAllreduce>(
+      [cross, cost](const SelectionInput& slice) -> AllreduceAlgorithm* {
+        SelectionInput in = slice;
+        in.cost = cost.get();
+        AllreduceAlgorithm* best = nullptr;
+        double best_us = 0;
+        for (const auto& algo : *cross) {
+          if (!algo->Supports(in).ok()) continue;
+          const double us = algo->EstimateMicros(in);
+          if (!best || us < best_us) {
+            best = algo.get();
+            best_us = us;
+          }
+        }
+        return best;
+      }));
   return table;
 }
 
@@ -47,9 +76,9 @@ SelectionInput DescribeCommunicator(const Communicator& comm) {
 }
 
 AllreduceSelector::AllreduceSelector(std::string forced, CostModel cost)
-    : algorithms_(MakeAllreduceAlgorithms()),
-      forced_(forced == "auto" ? "" : std::move(forced)),
-      cost_(std::move(cost)) {}
+    : cost_(std::make_shared<const CostModel>(std::move(cost))),
+      algorithms_(MakeAllreduceAlgorithms(cost_)),
+      forced_(forced == "auto" ? "" : std::move(forced)) {}
 
 AllreduceAlgorithm* AllreduceSelector::Find(std::string_view name) const {
   for (const auto& algo : algorithms_) {
@@ -60,7 +89,7 @@ AllreduceAlgorithm* AllreduceSelector::Find(std::string_view name) const {
 
 std::vector<std::pair<AllreduceAlgorithm*, double>> AllreduceSelector::Rank(
     SelectionInput in) const {
-  in.cost = &cost_;
+  in.cost = cost_.get();
   std::vector<std::pair<AllreduceAlgorithm*, double>> out;
   for (const auto& algo : algorithms_) {
     out.emplace_back(algo.get(), algo->Supports(in).ok() ? algo->EstimateMicros(in) : -1.0);
@@ -69,7 +98,7 @@ std::vector<std::pair<AllreduceAlgorithm*, double>> AllreduceSelector::Rank(
 }
 
 StatusOr<AllreduceAlgorithm*> AllreduceSelector::Select(SelectionInput in) const {
-  in.cost = &cost_;
+  in.cost = cost_.get();
   AllreduceAlgorithm* best = nullptr;
   double best_us = 0;
   std::string rejected;

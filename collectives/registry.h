@@ -13,8 +13,11 @@
 
 namespace kolo {
 
-// One instance of every algorithm built into this binary, in table order.
-std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms();
+// One instance of every algorithm built into this binary, in table order. `cost` is the model
+// the algorithms that choose inner algorithms use (hierarchical's cross-node step); nullptr =
+// the built-in defaults.
+std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
+    std::shared_ptr<const CostModel> cost = nullptr);
 
 class AllreduceSelector {
  public:
@@ -26,13 +29,14 @@ class AllreduceSelector {
   StatusOr<AllreduceAlgorithm*> Select(SelectionInput in) const;
   // Every algorithm's prediction for `in` (negative: not supported), in table order.
   std::vector<std::pair<AllreduceAlgorithm*, double>> Rank(SelectionInput in) const;
-  const CostModel& cost() const { return cost_; }
+  const CostModel& cost() const { return *cost_; }
   AllreduceAlgorithm* Find(std::string_view name) const;
 
  private:
+  // Declared first: the algorithms hold it (a shared_ptr, so moving the selector keeps it).
+  std::shared_ptr<const CostModel> cost_;
   std::vector<std::unique_ptr<AllreduceAlgorithm>> algorithms_;
   std::string forced_;
-  CostModel cost_;
 };
 
 }  // namespace kolo
