@@ -12,12 +12,14 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "collectives/host/ring_allreduce.h"
 #include "collectives/mpi/mpi_communicator.h"
+#include "collectives/mpi/mpi_node.h"
 #include "collectives/registry.h"
 #include "unit/algorithm_check.h"
 
@@ -77,9 +79,18 @@ TEST_P(AlgorithmMpiTest, EveryDtypeOpCountMatchesReference) {
     std::string f = CheckRandomFloat32Sum(comm, *algo, count);
     if (!f.empty()) failures.push_back(f);
   }
+  if (ran == 0) {
+    // Declined everywhere (Supports() is deterministic from shared facts, e.g. hierarchical on
+    // one host): it must say why, and auto selection must still find another algorithm.
+    SelectionInput in = DescribeCommunicator(comm);
+    in.count = 1024;
+    in.bytes = 4096;
+    if (declined_why.empty()) failures.push_back(GetParam() + " declined without a reason");
+    if (comm.Rank() == 0) std::printf("%s declines here: %s\n", GetParam().c_str(), declined_why.c_str());
+    auto picked = AllreduceSelector().Select(in);
+    if (!picked.ok()) failures.push_back("auto selection failed: " + picked.status().ToString());
+  }
   FailEverywhereIfAnyFailed(failures);
-  // Supports() is deterministic from shared facts, so every rank skips or none does.
-  if (ran == 0) GTEST_SKIP() << GetParam() << " declines every case: " << declined_why;
 }
 
 INSTANTIATE_TEST_SUITE_P(All, AlgorithmMpiTest, ::testing::ValuesIn(AlgorithmNames()),
@@ -126,6 +137,15 @@ int main(int argc, char** argv) {
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     auto comm = std::make_unique<kolo::MpiCommunicator>(dup, size_t{16} << 20);
+    // Nodes as kolo_init makes them (hosts, or KOLO_NODE_GROUPING), so the shared-memory and
+    // hierarchical algorithms run here too.
+    const char* grouping = std::getenv("KOLO_NODE_GROUPING");
+    auto node = kolo::MakeMpiNodeContext(dup, grouping ? grouping : "", size_t{16} << 20);
+    if (!node.ok()) {
+      std::fprintf(stderr, "node context: %s\n", node.status().ToString().c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    comm->set_node(*node);
     kolo::testing::g_comm = comm.get();
     failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
     kolo::testing::g_comm = nullptr;

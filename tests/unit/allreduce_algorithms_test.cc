@@ -14,10 +14,61 @@
 namespace kolo::testing {
 namespace {
 
-std::vector<std::string> AlgorithmNames() {
-  std::vector<std::string> names;
-  for (const auto& a : MakeAllreduceAlgorithms()) names.emplace_back(a->Name());
-  return names;
+// What the thread world's communicators will describe for `grouping` ("1" = one node).
+SelectionInput ThreadWorldInput(int ranks, const std::string& grouping) {
+  auto map = grouping == "1" ? NodeMap::OneNode(ranks) : *NodeMap::Parse(grouping, ranks);
+  SelectionInput in;
+  in.ranks = ranks;
+  in.backend = "loopback";
+  in.nodes = map.nodes();
+  in.max_local_size = map.max_local_size();
+  in.min_local_size = map.min_local_size();
+  in.has_node_context = true;
+  in.shm_capable = true;
+  in.count = 1024;
+  in.bytes = 4096;
+  return in;
+}
+
+int RanksOf(const std::string& grouping) {
+  if (grouping == "2x2" || grouping == "1+3") return 4;
+  if (grouping == "3+2") return 5;
+  if (grouping == "2x3") return 6;
+  if (grouping == "1+1+1") return 3;
+  return 0;
+}
+
+// (algorithm, ranks, grouping) triples, split by whether the algorithm takes that layout.
+struct Layout {
+  std::string name;
+  int ranks;
+  std::string grouping;
+};
+std::vector<Layout> Layouts(bool runnable) {
+  std::vector<Layout> out;
+  CostModel cost;
+  std::vector<std::pair<int, std::string>> layouts;
+  for (int ranks : {1, 2, 3, 4, 5, 7}) layouts.emplace_back(ranks, "1");
+  for (const char* g : {"2x2", "3+2", "1+3", "2x3", "1+1+1"}) layouts.emplace_back(RanksOf(g), g);
+  for (const auto& algo : MakeAllreduceAlgorithms()) {
+    for (const auto& [ranks, grouping] : layouts) {
+      SelectionInput in = ThreadWorldInput(ranks, grouping);
+      in.cost = &cost;
+      if (algo->Supports(in).ok() == runnable) {
+        out.push_back({std::string(algo->Name()), ranks, grouping});
+      }
+    }
+  }
+  return out;
+}
+
+std::string LayoutLabel(const Layout& l) {
+  std::string s = l.name + "_np" + std::to_string(l.ranks);
+  if (l.grouping != "1") {
+    s += "_";
+    for (char c : l.grouping) s += (c == '+' ? 'p' : c);
+  }
+  return s;
 }
 
 // Runs every case on one thread world; returns the failures (at most a few per rank).
@@ -69,64 +120,44 @@ void RunAllCases(const std::string& algo_name, int ranks, std::string_view group
   });
 }
 
-class AllreduceAlgorithmTest
-    : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+// Every algorithm on every rank count (one node) and grouping it takes: every dtype x op x
+// count against the reference.
+class AllreduceAlgorithmTest : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(AllreduceAlgorithmTest, EveryDtypeOpCountMatchesReference) {
-  const auto& [name, ranks] = GetParam();
+  const Layout& l = GetParam();
   Outcome out;
-  RunAllCases(name, ranks, "1", &out);
+  RunAllCases(l.name, l.ranks, l.grouping, &out);
   for (const std::string& f : out.failures) ADD_FAILURE() << f;
-  if (out.ran == 0) {
-    GTEST_SKIP() << name << " declines every case at " << ranks
-                 << " ranks on one node: " << out.a_declined_why;
+  EXPECT_GT(out.ran, 0u) << l.name << " took the layout for float32 but ran no case: "
+                         << out.a_declined_why;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AllreduceAlgorithmTest, ::testing::ValuesIn(Layouts(true)),
+                         [](const auto& info) { return LayoutLabel(info.param); });
+
+// The layouts an algorithm declines (shm on several nodes, hierarchical on one): it says why,
+// and auto selection still finds another algorithm for every dtype and op, so nothing fails.
+TEST(AllreduceAlgorithmDeclines, WithAReasonAndAutoFindsAnother) {
+  const std::vector<Layout> declined = Layouts(false);
+  EXPECT_FALSE(declined.empty());  // shm on several nodes, hierarchical on one, at least
+  AllreduceSelector selector;
+  for (const Layout& l : declined) {
+    SelectionInput in = ThreadWorldInput(l.ranks, l.grouping);
+    CostModel cost;
+    in.cost = &cost;
+    AllreduceAlgorithm* algo = selector.Find(l.name);
+    ASSERT_NE(algo, nullptr);
+    Status why = algo->Supports(in);
+    EXPECT_EQ(why.code(), StatusCode::kUnimplemented) << LayoutLabel(l);
+    EXPECT_FALSE(why.message().empty()) << LayoutLabel(l);
+    for (ReduceOp op : KernelOps()) {
+      in.op = op;
+      auto picked = selector.Select(in);
+      EXPECT_TRUE(picked.ok()) << LayoutLabel(l) << ": " << picked.status().ToString();
+    }
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(
-    All, AllreduceAlgorithmTest,
-    ::testing::Combine(::testing::ValuesIn(AlgorithmNames()),
-                       ::testing::Values(1, 2, 3, 4, 5, 7)),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_np" + std::to_string(std::get<1>(info.param));
-    });
-
-// Multi-node groupings: every algorithm (flat ones ignore the grouping, hierarchical ones use
-// it) must still match the reference.
-class AllreduceGroupingTest
-    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
-
-TEST_P(AllreduceGroupingTest, MatchesReference) {
-  const auto& [name, grouping] = GetParam();
-  int ranks = 0;
-  if (grouping == "2x2") ranks = 4;
-  if (grouping == "3+2") ranks = 5;
-  if (grouping == "1+3") ranks = 4;
-  if (grouping == "2x3") ranks = 6;
-  if (grouping == "1+1+1") ranks = 3;
-  ASSERT_GT(ranks, 0);
-  Outcome out;
-  RunAllCases(name, ranks, grouping, &out);
-  for (const std::string& f : out.failures) ADD_FAILURE() << f;
-  if (out.ran == 0) {
-    GTEST_SKIP() << name << " declines every case on " << grouping << ": "
-                 << out.a_declined_why;
-  }
-}
-
-std::string GroupingLabel(const std::string& g) {
-  std::string s;
-  for (char c : g) s += (c == '+' ? 'p' : c);
-  return s;
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    All, AllreduceGroupingTest,
-    ::testing::Combine(::testing::ValuesIn(AlgorithmNames()),
-                       ::testing::Values("2x2", "3+2", "1+3", "2x3", "1+1+1")),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + GroupingLabel(std::get<1>(info.param));
-    });
 
 TEST(NodeMapTest, ParsesTheThreeForms) {
   auto a = NodeMap::Parse("2x2", 4);
