@@ -5,20 +5,31 @@
 #include <cstring>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
 #include <tuple>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "bench/algorithms.h"
 #include "bench/stats.h"
 #include "collectives/cost_model.h"
+#include "collectives/host/shm_node.h"
 #include "collectives/node_context.h"
 #include "collectives/reduce.h"
 
 namespace kolo::bench {
 namespace {
 
-constexpr size_t kMemoryBytes = size_t{8} << 20;
+// In cache: two 256 KiB buffers per rank fit a core's L2. Past the caches: two 32 MiB
+// buffers per rank, the node's last-level cache (32 MiB here) several times over.
+constexpr size_t kCacheBytes = size_t{256} << 10;
+constexpr size_t kMemoryBytes = size_t{32} << 20;
 constexpr int kBarriersPerBlock = 200;
+// Ring-step exchange sizes: alpha from the small ones, beta from the large ones.
+constexpr size_t kRingMaxBytes = size_t{8} << 20;
+constexpr size_t kRingSmallMax = size_t{4} << 10;
+constexpr size_t kRingLargeMin = size_t{1} << 20;
 
 // One pair's ping-pong: sizes 8 B .. 2 MiB (x4), one-way median per size (valid on rank a).
 struct PingPong {
@@ -91,6 +102,81 @@ LinkCost ToLink(const PingPong& p) {
   return link;
 }
 
+// Collective over `comm`: every rank sends m bytes to the next rank and receives m from the
+// previous one at the same time (one step of a ring all-reduce), m = 8 B .. 8 MiB (x4); the
+// time of a step is the max over ranks of the median of -R blocks. alpha = the fit of the small
+// steps' intercept (<= 4 KiB), beta = the fit of the large steps' slope (>= 1 MiB): large
+// messages are what beta prices, and they pay MPI's shared-memory transport copies past the
+// caches, with every rank of the node busy (more ranks than cores included).
+LinkCost MeasureRingStep(const World& world, Communicator& comm, int repeats, const Buffer& send,
+                         const Buffer& recv, const std::function<void(const std::string&)>& out) {
+  const int p = comm.Size(), me = comm.Rank();
+  const int next = (me + 1) % p, prev = (me + p - 1) % p;
+  std::vector<size_t> sizes;
+  for (size_t m = 8; m <= kRingMaxBytes; m *= 4) sizes.push_back(m);
+  std::vector<std::vector<double>> samples(sizes.size());
+  const auto step = [&](size_t m) {
+    StatusOr<std::unique_ptr<P2PBatch>> batch =
+        comm.Start({P2POp::Recv(recv.data(), m, prev, 1), P2POp::Send(send.data(), m, next, 1)});
+    Status st = batch.ok() ? (*batch)->Wait() : batch.status();
+    if (!st.ok()) Fail(world, "ring step: " + st.ToString());
+  };
+  for (int r = 0; r < repeats; ++r) {
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const size_t i = r % 2 == 0 ? k : sizes.size() - 1 - k;
+      const int steps = RoundTrips(sizes[i]);
+      step(sizes[i]);
+      const Status b = comm.Barrier();
+      if (!b.ok()) Fail(world, "ring step barrier: " + b.ToString());
+      const double start = NowSeconds();
+      for (int t = 0; t < steps; ++t) step(sizes[i]);
+      samples[i].push_back((NowSeconds() - start) * 1e6 / steps);
+    }
+  }
+  std::vector<double> medians;
+  for (const auto& s : samples) medians.push_back(Median(s));
+  medians = MaxOverRanks(world, medians);
+  std::vector<double> small_x, small_y, large_x, large_y;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] <= kRingSmallMax) small_x.push_back(sizes[i]), small_y.push_back(medians[i]);
+    if (sizes[i] >= kRingLargeMin) large_x.push_back(sizes[i]), large_y.push_back(medians[i]);
+  }
+  const LineFit small = FitLine(small_x, small_y, std::vector<double>(small_x.size(), 1.0));
+  const LineFit large = FitLine(large_x, large_y, std::vector<double>(large_x.size(), 1.0));
+  LinkCost link;
+  link.alpha_us = std::max(0.0, small.intercept);
+  link.beta_us = std::max(1e-9, large.slope);
+  char line[160];
+  out("intra: ring step among the node's " + std::to_string(p) +
+      " ranks (send to next, receive from previous, all at once), max over ranks of the median:");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::snprintf(line, sizeof line, "  %9zu B  %10.2f us   model %10.2f us", sizes[i],
+                  medians[i], link.alpha_us + link.beta_us * static_cast<double>(sizes[i]));
+    out(line);
+  }
+  return link;
+}
+
+// The last-level cache of cpu0 as Linux's sysfs reports it (bytes), or -1. Not sysconf: glibc's
+// _SC_LEVEL3_CACHE_SIZE says 320 MiB for this VM's 32 MiB L3.
+double LastLevelCacheBytes() {
+  double best = -1;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) +
+                     "/size");
+    double value = 0;
+    std::string unit;
+    if (!(in >> value)) break;
+    in.clear();
+    std::getline(in, unit);
+    const double scale = unit.find('M') != std::string::npos   ? 1 << 20
+                         : unit.find('K') != std::string::npos ? 1 << 10
+                                                               : 1;
+    best = std::max(best, value * scale);
+  }
+  return best;
+}
+
 std::string MeasuredText(const World& world, int nodes) {
   char date[32];
   const std::time_t now = std::time(nullptr);
@@ -118,23 +204,39 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
 
   CostModel model;  // the defaults, replaced by what is measured
   const Buffer wire(world, size_t{2} << 20, "the ping-pong buffer");
+  Communicator& node_comm =
+      comm->node() != nullptr && comm->node()->local ? *comm->node()->local : *comm;
   char line[256];
-  for (const auto& [peer, link, name] :
-       {std::tuple{intra_peer, &model.intra, "intra"}, std::tuple{inter_peer, &model.inter, "inter"}}) {
-    if (peer < 0) continue;
-    const PingPong p = MeasurePingPong(world, *comm, 0, peer, options.repeats, wire);
-    if (world.rank != 0) continue;
-    out(std::string(name) + ": ping-pong rank 0 <-> rank " + std::to_string(peer) +
-        ", one-way time (median of " + std::to_string(options.repeats) + "):");
-    for (size_t i = 0; i < p.bytes.size(); ++i) {
-      std::snprintf(line, sizeof line, "  %9.0f B  %10.2f us   fit %10.2f us", p.bytes[i],
-                    p.one_way_us[i], p.fit.intercept + p.fit.slope * p.bytes[i]);
+  // intra: a ring step among the ranks of rank 0's node (every node runs one; rank 0's counts).
+  {
+    const Buffer send(world, kRingMaxBytes, "a ring-step buffer");
+    const Buffer recv(world, kRingMaxBytes, "a ring-step buffer");
+    if (node_comm.Size() >= 2) {
+      model.intra = MeasureRingStep(world, node_comm, options.repeats, send, recv, out);
+      std::snprintf(line, sizeof line, "intra: alpha %.3f us (steps <= %zu B), beta %.3g us/B "
+                    "(%.2f GB/s, steps >= %zu B)", model.intra.alpha_us, kRingSmallMax,
+                    model.intra.beta_us, 1e-3 / model.intra.beta_us, kRingLargeMin);
       out(line);
     }
-    *link = ToLink(p);
-    std::snprintf(line, sizeof line, "%s: alpha %.3f us, beta %.3g us/B (%.2f GB/s), r2 %.4f",
-                  name, link->alpha_us, link->beta_us, 1e-3 / link->beta_us, p.fit.r2);
-    out(line);
+    Barrier(world);
+  }
+  // inter: ping-pong between rank 0 and a rank of another node.
+  if (inter_peer >= 0) {
+    const PingPong p = MeasurePingPong(world, *comm, 0, inter_peer, options.repeats, wire);
+    if (world.rank == 0) {
+      out("inter: ping-pong rank 0 <-> rank " + std::to_string(inter_peer) +
+          ", one-way time (median of " + std::to_string(options.repeats) + "):");
+      for (size_t i = 0; i < p.bytes.size(); ++i) {
+        std::snprintf(line, sizeof line, "  %9.0f B  %10.2f us   fit %10.2f us", p.bytes[i],
+                      p.one_way_us[i], p.fit.intercept + p.fit.slope * p.bytes[i]);
+        out(line);
+      }
+      model.inter = ToLink(p);
+      std::snprintf(line, sizeof line, "inter: alpha %.3f us, beta %.3g us/B (%.2f GB/s), r2 %.4f",
+                    model.inter.alpha_us, model.inter.beta_us, 1e-3 / model.inter.beta_us,
+                    p.fit.r2);
+      out(line);
+    }
   }
   if (world.size < 2) {
     out("one rank: no point-to-point to measure; intra and inter keep the defaults");
@@ -152,45 +254,71 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
              : ""));
   }
 
-  // Memory: reduce and copy, interleaved, every rank at once.
+  // Memory: reduce and copy in cache, copy past the caches, every rank at once, interleaved;
+  // sync: the shared-memory algorithm's flag barrier (its one-barrier path on one element, so
+  // the figure is the barrier plus a few cache lines), else the node's MPI_Barrier.
   const Buffer a(world, kMemoryBytes, "a calibration buffer");
   const Buffer b(world, kMemoryBytes, "a calibration buffer");
-  std::vector<double> reduce_us, copy_us, sync_us;
-  Communicator& node_comm =
-      comm->node() != nullptr && comm->node()->local ? *comm->node()->local : *comm;
+  const bool shm = comm->node() != nullptr && comm->node()->shm_capable && node_comm.Size() >= 2;
+  ShmNodeReducer reducer;
+  float one_in = 1, one_out = 0;
+  AllreduceArgs tiny;
+  tiny.send = &one_in;
+  tiny.recv = &one_out;
+  tiny.count = 1;
+  tiny.dtype = DataType::kFloat32;
+  tiny.op = ReduceOp::kSum;
+  std::vector<double> reduce_us, copy_us, copy_mem_us, sync_us;
+  constexpr int kInCacheReps = 32;
   for (int r = 0; r < options.repeats + 1; ++r) {  // the first round warms up
     Barrier(world);
     double start = NowSeconds();
-    const Status s = ReduceInto(a.data(), b.data(), kMemoryBytes / 4, DataType::kFloat32,
-                                ReduceOp::kSum);
-    if (!s.ok()) Fail(world, "ReduceInto: " + s.ToString());
-    const double reduce = (NowSeconds() - start) * 1e6;
+    for (int i = 0; i < kInCacheReps; ++i) {
+      const Status s = ReduceInto(a.data(), b.data(), kCacheBytes / 4, DataType::kFloat32,
+                                  ReduceOp::kSum);
+      if (!s.ok()) Fail(world, "ReduceInto: " + s.ToString());
+    }
+    const double reduce = (NowSeconds() - start) * 1e6 / kInCacheReps;
+    Barrier(world);
+    start = NowSeconds();
+    for (int i = 0; i < kInCacheReps; ++i) std::memcpy(a.data(), b.data(), kCacheBytes);
+    const double copy = (NowSeconds() - start) * 1e6 / kInCacheReps;
     Barrier(world);
     start = NowSeconds();
     std::memcpy(a.data(), b.data(), kMemoryBytes);
-    const double copy = (NowSeconds() - start) * 1e6;
+    const double copy_mem = (NowSeconds() - start) * 1e6;
     Barrier(world);
     start = NowSeconds();
     for (int i = 0; i < kBarriersPerBlock; ++i) {
-      const Status bs = node_comm.Barrier();
+      const Status bs = shm ? reducer.RunSmall(node_comm, tiny) : node_comm.Barrier();
       if (!bs.ok()) Fail(world, "node barrier: " + bs.ToString());
     }
     const double sync = (NowSeconds() - start) * 1e6 / kBarriersPerBlock;
     if (r == 0) continue;
     reduce_us.push_back(reduce);
     copy_us.push_back(copy);
+    copy_mem_us.push_back(copy_mem);
     sync_us.push_back(sync);
   }
-  const std::vector<double> slowest =
-      MaxOverRanks(world, {Median(reduce_us), Median(copy_us), Median(sync_us)});
-  model.gamma_us = slowest[0] / kMemoryBytes;
-  model.copy_us = slowest[1] / kMemoryBytes;
-  model.sync_us = slowest[2];
+  const std::vector<double> slowest = MaxOverRanks(
+      world, {Median(reduce_us), Median(copy_us), Median(copy_mem_us), Median(sync_us)});
+  model.gamma_us = slowest[0] / kCacheBytes;
+  model.copy_us = slowest[1] / kCacheBytes;
+  model.copy_mem_us = slowest[2] / kMemoryBytes;
+  model.sync_us = slowest[3];
+  const double llc = LastLevelCacheBytes();
+  if (llc > 0) model.cache_bytes = llc;
   std::snprintf(line, sizeof line,
-                "gamma %.3g us/B (ReduceInto float32 sum, %.2f GB/s); copy %.3g us/B (memcpy, "
-                "%.2f GB/s); sync %.2f us (node barrier); max over ranks",
-                model.gamma_us, 1e-3 / model.gamma_us, model.copy_us, 1e-3 / model.copy_us,
-                model.sync_us);
+                "in cache (%zu KiB): gamma %.3g us/B (ReduceInto float32 sum, %.2f GB/s), copy "
+                "%.3g us/B (%.2f GB/s); past the caches (%zu MiB): copy %.3g us/B (%.2f GB/s)",
+                kCacheBytes >> 10, model.gamma_us, 1e-3 / model.gamma_us, model.copy_us,
+                1e-3 / model.copy_us, kMemoryBytes >> 20, model.copy_mem_us,
+                1e-3 / model.copy_mem_us);
+  out(line);
+  std::snprintf(line, sizeof line, "sync %.2f us (%s); cache %.0f MiB (%s); max over ranks",
+                model.sync_us, shm ? "shm flag barrier, one-barrier path on 1 float" :
+                                     "node MPI_Barrier: no shared memory",
+                model.cache_bytes / (1 << 20), llc > 0 ? "last level, sysfs" : "default");
   out(line);
   model.measured = MeasuredText(world, map.nodes());
 

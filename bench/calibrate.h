@@ -2,19 +2,25 @@
 // (collectives/cost_model.h) and writes the tuning file that KOLO_TUNING_FILE points the
 // Selector at. A few seconds in all; every figure is a median of -R interleaved blocks.
 //
-//   intra  alpha, beta of point-to-point inside a node: ping-pong between rank 0 and the next
-//          rank of its node over 8 B .. 2 MiB through MpiCommunicator::Start (what the
-//          algorithms pay), one-way time = round trip / 2, fitted to t = alpha + n beta by
-//          least squares weighted by 1/t. Unweighted, the 2 MiB point alone decides alpha
-//          (tens of us, 25x the 8 B time); weighted 1/t^2 (relative error), the many small
-//          sizes decide beta too and it misses 2 MiB by 1.5x; 1/t keeps alpha within ~1.5x of
-//          the small times and beta within ~10% of the large ones (here, Open MPI's shared-
-//          memory transport switching protocol at 4-8 KiB is not a straight line).
-//   inter  the same between rank 0 and the first rank of another node when KOLO_NODE_GROUPING
-//          (or the hosts) gives one; else inter = intra, and the output says so
-//   gamma  ReduceInto(float32 sum) of 8 MiB into 8 MiB, per byte, all ranks at once
-//   copy   memcpy of 8 MiB, per byte, all ranks at once
-//   sync   one MPI_Barrier of the node-local communicator, from a loop of 200
+//   intra  alpha, beta of point-to-point inside a node, as the flat algorithms pay it: a ring
+//          step (every rank of rank 0's node sends m bytes to the next and receives m from the
+//          previous, all at once, through MpiCommunicator::Start), m = 8 B .. 8 MiB (x4), max
+//          over ranks of the median. alpha: the intercept of a least-squares line through the
+//          steps <= 4 KiB; beta: the slope through the steps >= 1 MiB. One line through all
+//          sizes does not fit (Open MPI's transport changes protocol at 4-8 KiB, and large
+//          messages leave the caches); beta is what large messages pay, which is where it
+//          decides. A ping-pong between two ranks (the former method) missed both the other
+//          ranks' load (4 ranks on 2 cores: 4 us alpha by ping-pong, ~10 us in a ring step) and
+//          the both-ways traffic of a ring (beta 1.9x too small at 2 MiB+).
+//   inter  ping-pong between rank 0 and the first rank of another node (one-way = round trip
+//          / 2, 8 B .. 2 MiB, fitted weighted by 1/t) when KOLO_NODE_GROUPING (or the hosts)
+//          gives one; else inter = intra, and the output says so
+//   gamma  ReduceInto(float32 sum) of 256 KiB into 256 KiB (in cache), per byte, all ranks at once
+//   copy   memcpy of 256 KiB (in cache), per byte, all ranks at once
+//   copy_mem  memcpy of 32 MiB (past the caches), per byte, all ranks at once
+//   cache_bytes  cpu0's last-level cache from sysfs (glibc's sysconf misreports it in this VM)
+//   sync   the shm algorithm's flag barrier: its one-barrier path on one float, from a loop of
+//          200 (the node's MPI_Barrier where the node cannot share memory)
 // Per-rank figures are the max over ranks (the slowest rank is what a collective waits for).
 #ifndef KOLO_BENCH_CALIBRATE_H_
 #define KOLO_BENCH_CALIBRATE_H_

@@ -46,6 +46,8 @@ StatusOr<CostModel> CostModel::Load(const std::string& path) {
   KOLO_RETURN_IF_ERROR(ReadLink(root, "inter", where, &m.inter));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "gamma_us", where, &m.gamma_us));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "copy_us", where, &m.copy_us));
+  KOLO_RETURN_IF_ERROR(ReadNumber(root, "copy_mem_us", where, &m.copy_mem_us));
+  KOLO_RETURN_IF_ERROR(ReadNumber(root, "cache_bytes", where, &m.cache_bytes));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "sync_us", where, &m.sync_us));
   m.source = path;
   auto it = root.find("measured");
@@ -56,12 +58,20 @@ StatusOr<CostModel> CostModel::Load(const std::string& path) {
   return m;
 }
 
+double CostModel::CopyUs(double working_set) const {
+  if (working_set <= cache_bytes) return copy_us;
+  const double cached = cache_bytes / working_set;
+  return cached * copy_us + (1 - cached) * copy_mem_us;
+}
+
 std::string CostModel::ToJson() const {
   Json j;
   j["intra"] = {{"alpha_us", intra.alpha_us}, {"beta_us", intra.beta_us}};
   j["inter"] = {{"alpha_us", inter.alpha_us}, {"beta_us", inter.beta_us}};
   j["gamma_us"] = gamma_us;
   j["copy_us"] = copy_us;
+  j["copy_mem_us"] = copy_mem_us;
+  j["cache_bytes"] = cache_bytes;
   j["sync_us"] = sync_us;
   if (!measured.empty()) j["measured"] = measured;
   return j.dump(2);

@@ -5,6 +5,13 @@
 // shared-memory algorithms pay. Defaults describe the machines in MACHINE-NOTES.md; a tuning
 // file written by `kolo-bench --calibrate` (KOLO_TUNING_FILE) replaces them with measurements.
 //
+// Memory: copy_us and gamma_us are what a core pays on data in its caches (most messages up to
+// a few MiB here, and the pieces of the shared-memory algorithms always); copy_mem_us is a
+// memcpy past the caches. CopyUs(working set) blends the two by the share of the working set
+// that fits in cache_bytes (the node's last-level cache, shared by its ranks): a message whose
+// buffers outgrow the cache streams from memory. Point-to-point beta is measured with large
+// messages (see bench/calibrate.h), so it already includes what such messages pay.
+//
 // Units: microseconds and bytes (beta, gamma, copy: microseconds per byte).
 #ifndef KOLO_COLLECTIVES_COST_MODEL_H_
 #define KOLO_COLLECTIVES_COST_MODEL_H_
@@ -25,10 +32,15 @@ struct CostModel {
   LinkCost intra = {1.0, 1.0 / 5000.0};
   // Point-to-point between nodes (a 25 GbE-class NIC: ~3 GB/s achieved, ~5 us latency).
   LinkCost inter = {5.0, 1.0 / 3000.0};
-  // Reducing one byte of a float32 sum from two inputs into one (ReduceInto, ~11 GB/s).
-  double gamma_us = 1.0 / 11000.0;
-  // Copying one byte between memory regions (memcpy, ~15 GB/s on one core).
-  double copy_us = 1.0 / 15000.0;
+  // Reducing one byte of a float32 sum from two inputs into one, in cache (ReduceInto).
+  double gamma_us = 1.0 / 25000.0;
+  // Copying one byte between memory regions in cache (memcpy).
+  double copy_us = 1.0 / 40000.0;
+  // Copying one byte past the caches (memcpy of buffers far larger than cache_bytes, all ranks
+  // of the node at once: ~7 GB/s per rank with 2 ranks here).
+  double copy_mem_us = 1.0 / 7000.0;
+  // The node's last-level cache (bytes), shared by its ranks.
+  double cache_bytes = 32.0 * (1 << 20);
   // One flag barrier among the ranks of a node in shared memory.
   double sync_us = 0.5;
   // Where the numbers come from: "defaults" or the tuning file's path and date.
@@ -37,9 +49,14 @@ struct CostModel {
   std::string measured;
 
   // Reads a tuning file (JSON: {"intra": {"alpha_us", "beta_us"}, "inter": {...},
-  // "gamma_us", "copy_us", "sync_us"}); absent keys keep their defaults. kInvalidArgument
+  // "gamma_us", "copy_us", "copy_mem_us", "cache_bytes", "sync_us"}); absent keys keep their defaults. kInvalidArgument
   // naming the file and the key on malformed content, kNotFound when it cannot be opened.
   static StatusOr<CostModel> Load(const std::string& path);
+
+  // Per byte of a memcpy whose buffers total `working_set` bytes across the node: copy_us while
+  // it fits in cache_bytes, tending to copy_mem_us as the cached share cache_bytes/working_set
+  // shrinks.
+  double CopyUs(double working_set) const;
   Status Save(const std::string& path) const;
   std::string ToJson() const;
 };

@@ -25,12 +25,18 @@ Status ShmAllreduce::Supports(const SelectionInput& in) const {
 }
 
 double ShmAllreduce::EstimateMicros(const SelectionInput& in) const {
+  const CostModel& c = *in.cost;
   const double p = std::max(1, in.ranks);
   const double n = static_cast<double>(in.bytes);
-  if (p == 1) return n * in.cost->copy_us;
-  const double pieces = std::ceil(n / static_cast<double>(kDefaultNodePieceBytes));
-  return 2 * n * in.cost->copy_us + (p - 1) / p * n * in.cost->gamma_us +
-         2 * pieces * in.cost->sync_us;
+  if (p == 1) return n * c.copy_us;
+  if (in.bytes <= reducer_.SmallBytesFor(in.ranks)) {
+    return c.sync_us + 2 * n * c.copy_us + (p - 1) * n * c.gamma_us;
+  }
+  const double pieces = std::ceil(n / static_cast<double>(reducer_.piece_bytes()));
+  // Input read and output written once each: one memcpy's worth of traffic that reaches memory
+  // when the node's p inputs and outputs outgrow the cache; the slots and results stay cached.
+  return n * c.CopyUs(2 * p * n) + n * c.copy_us + (p - 1) / p * n * c.gamma_us +
+         2 * pieces * c.sync_us;
 }
 
 Status ShmAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
@@ -43,6 +49,9 @@ Status ShmAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
   NodeContext* node = comm.node();
   if (!node || !node->local || node->local->Size() != comm.Size()) {
     return FailedPreconditionError("shm all-reduce: the communicator has no one-node context");
+  }
+  if (args.count * DataTypeSize(args.dtype) <= reducer_.SmallBytesFor(comm.Size())) {
+    return reducer_.RunSmall(*node->local, args);
   }
   return reducer_.Run(*node->local, args, node->local->Size(), nullptr);
 }

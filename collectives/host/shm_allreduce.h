@@ -27,7 +27,16 @@
 // Bytes moved per rank, message n: copy in n(p-1)/p, reduce reads n and writes n/p (the first
 // operand is a copy), copy out reads and writes n: about 3n of memory traffic each way, against
 // 2n(p-1)/p sent plus the same received (and MPI's own copies) for a message-passing ring.
-// Cost (in.cost): T = 2 n copy_us + (p-1)/p n gamma_us + 2 ceil(n/P) sync_us.
+// Small messages (n <= ShmNodeReducer::SmallBytesFor(p): 2 KiB with a core per rank, 16 KiB
+// with more ranks than cores) take the one-barrier path instead: every rank copies all of its
+// input into a slot, one barrier, every rank reduces all p slots in rank order (shm_node.h).
+//
+// Cost (in.cost, Hockney alpha-beta-gamma with the barrier as alpha and memory as beta):
+//   small: T = sync_us + 2 n copy_us + (p-1) n gamma_us
+//   else:  T = n CopyUs(2 p n) + n copy_us + (p-1)/p n gamma_us + 2 ceil(n/P) sync_us
+// CopyUs(2pn) is one memcpy's worth (the input read, the output written) at the rate of a
+// working set of the node's p inputs and outputs: in-cache copy_us while it fits the last-level
+// cache, tending to copy_mem_us past it; the slots and results stay in cache (copy_us, gamma_us).
 #ifndef KOLO_COLLECTIVES_HOST_SHM_ALLREDUCE_H_
 #define KOLO_COLLECTIVES_HOST_SHM_ALLREDUCE_H_
 

@@ -1,6 +1,13 @@
 #include "collectives/host/shm_node.h"
 
 #include <sched.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KOLO_CPU_RELAX() _mm_pause()
+#else
+#define KOLO_CPU_RELAX() ((void)0)
+#endif
 
 #include <atomic>
 #include <cstring>
@@ -15,6 +22,19 @@ namespace {
 constexpr size_t kArrivedOffset = 0;
 constexpr size_t kFailedOffset = 64;
 constexpr size_t kSlotOffset = 128;
+// Polls of a peer's counter before yielding the core (see StateFor). Measured, 2 ranks on 2
+// cores, one-barrier path at 16 B: 0 polls 0.38 us, 64-4096 polls 0.15-0.17 us (MPI 0.27);
+// 4 ranks on 2 cores, two-barrier path: 64 polls (with pause) 15.8 us, 2 polls 5.2 us.
+constexpr uint64_t kSpinPollsOwnCore = 256;
+constexpr uint64_t kSpinPollsShared = 2;
+
+constexpr size_t kAutoSmall = ~size_t{0};
+
+// Read once: sysconf(_SC_NPROCESSORS_ONLN) reads a sysfs file, ~6 us, as much as a small call.
+int OnlineCores() {
+  static const int cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  return cores;
+}
 
 std::atomic<uint64_t>* Counter(void* region, size_t offset) {
   return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(region) + offset);
@@ -28,14 +48,26 @@ struct ShmNodeReducer::State {
   int rank = 0, size = 1, owners = 1;
   size_t piece_bytes = 0;
   size_t result_offset = 0;
+  size_t small_offset = 0;  // the two small slots, small_slot apart
+  size_t small_slot = 0;    // the small path's limit, rounded up to 64
+  uint64_t spin_polls = 64;  // polls before the first sched_yield
   uint64_t seq = 0;  // barriers passed on this communicator
   Status broken;     // once a wait failed the counters disagree: refuse later calls
   char* Slot(int r) const { return static_cast<char*>(segment->Region(r)) + kSlotOffset; }
   char* Result(int r) const { return static_cast<char*>(segment->Region(r)) + result_offset; }
+  char* Small(int r, uint64_t parity) const {
+    return static_cast<char*>(segment->Region(r)) + small_offset + parity * small_slot;
+  }
 };
 
-ShmNodeReducer::ShmNodeReducer() : piece_bytes_(kDefaultNodePieceBytes) {}
+ShmNodeReducer::ShmNodeReducer()
+    : piece_bytes_(kDefaultNodePieceBytes), small_bytes_(kAutoSmall) {}
 ShmNodeReducer::~ShmNodeReducer() = default;
+
+size_t ShmNodeReducer::SmallBytesFor(int ranks) const {
+  if (small_bytes_ != kAutoSmall) return small_bytes_;
+  return ranks > OnlineCores() ? kShmSmallBytesSharedCores : kShmSmallBytesOwnCore;
+}
 
 StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, int owners) {
   auto it = states_.find(&local);
@@ -56,7 +88,13 @@ StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, i
   s->result_offset = kSlotOffset + RoundUp64(piece_bytes_);
   // The widest slice: up to 8-byte elements, rounded up per slice.
   const size_t result_bytes = RoundUp64(MaxSliceElems(piece_bytes_, owners) + 8);
-  auto segment = local.AllocateShared(s->result_offset + result_bytes);
+  s->small_offset = s->result_offset + result_bytes;
+  s->small_slot = RoundUp64(SmallBytesFor(s->size));
+  // A rank with a core of its own answers a barrier within a microsecond: spinning longer
+  // before yielding saves the system call. With more ranks than cores, the peer we wait for
+  // may need this very core, so yield early.
+  s->spin_polls = OnlineCores() >= s->size ? kSpinPollsOwnCore : kSpinPollsShared;
+  auto segment = local.AllocateShared(s->small_offset + 2 * s->small_slot);
   if (!segment.ok()) {
     Status st = segment.status();
     return st.AddContext("shared-memory all-reduce: allocating the node segment");
@@ -86,7 +124,11 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
     std::atomic<uint64_t>* arrived = Counter(s.segment->Region(r), kArrivedOffset);
     std::atomic<uint64_t>* failed = Counter(s.segment->Region(r), kFailedOffset);
     for (uint64_t polls = 1; arrived->load(std::memory_order_acquire) < target; ++polls) {
-      if (polls > 64) sched_yield();
+      if (polls > s.spin_polls) {
+        sched_yield();
+      } else {
+        KOLO_CPU_RELAX();
+      }
       if ((polls & 1023) != 0) continue;
       std::string why;
       const auto now = Clock::now();
@@ -176,6 +218,31 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
       const SliceRange sl = SliceOf(n, owners, k);
       std::memcpy(out + (first + sl.offset) * es, s.Result(k), sl.count * es);
     }
+  }
+  return Status::OK();
+}
+
+Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args) {
+  if (args.count == 0) return Status::OK();
+  const size_t bytes = args.count * DataTypeSize(args.dtype);
+  auto state = StateFor(local, local.Size());
+  if (!state.ok()) return state.status();
+  State& s = **state;
+  if (!s.broken.ok()) return s.broken;
+  if (bytes > s.small_slot) {
+    return InternalError("shared-memory all-reduce: " + std::to_string(bytes) +
+                         " bytes on the small path, whose slots hold " +
+                         std::to_string(s.small_slot));
+  }
+  const uint64_t parity = (s.seq + 1) % 2;  // the number of this call's barrier, mod 2
+  std::memcpy(s.Small(s.rank, parity), args.send, bytes);
+  KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in (small path)"));
+  // Every rank: slot 0 op slot 1 op ... in rank order, its own input read back from its slot
+  // (in place, the output is the input).
+  std::memcpy(args.recv, s.Small(0, parity), bytes);
+  for (int r = 1; r < s.size; ++r) {
+    KOLO_RETURN_IF_ERROR(
+        ReduceInto(args.recv, s.Small(r, parity), args.count, args.dtype, args.op));
   }
   return Status::OK();
 }

@@ -11,11 +11,27 @@
 //   [64, 128)        failed:  std::atomic<uint64_t>, non-zero once rank r gave up (error)
 //   [128, +P)        input slot: rank r's copy of the current piece (P = piece bytes)
 //   [128+P, +R)      result: rank r's reduced slice (R = the largest slice, rounded to 64)
+//   [128+P+R, +2Q)   small slots 0 and 1 (Q = the small path's limit, rounded to 64)
 // One input slot suffices: a rank writes piece k+1 into its slot only after the second barrier
 // of piece k, by which time every reader of piece k's slots has finished its reduction; the
 // results live apart from the slots, so copy-out of piece k (after that barrier) never races
 // with copy-in of piece k+1, and the result area is rewritten only after the first barrier of
 // piece k+1, which every rank reaches after its copy-out of piece k.
+//
+// The small path (RunSmall, messages of at most Q bytes): ONE barrier per call. Every rank
+// copies its whole input into its small slot of parity b % 2, where b is the number of the
+// call's barrier (the same on every rank: all ranks make the same calls in the same order), then
+// the barrier, then every rank reduces all p small slots of that parity in rank order straight
+// into its output: the same operands in the same order on every rank, so identical bits.
+// Why two slots are enough: rank r rewrites the slot of parity q in the call whose barrier is b
+// only after it passed barrier b-1 (it passes barriers in order). Every rank arrives at b-1 only
+// after finishing the call before it, and the last call that used parity q had a barrier of at
+// most b-2, so all of its readers are done. With a single slot the barrier of call b-1 would
+// not help: a slow rank may still be reading call b-1's slots when a fast one, past that
+// barrier, starts writing call b's input. The small slots lie apart from the input slot and
+// the results, so a small call after a pieced call (or before one) touches nothing the other
+// may still read: the pieced path reads slots only between its two barriers and results only
+// after its second, both passed by everyone before the next call starts writing.
 #ifndef KOLO_COLLECTIVES_HOST_SHM_NODE_H_
 #define KOLO_COLLECTIVES_HOST_SHM_NODE_H_
 
@@ -43,10 +59,22 @@ class ShmNodeReducer {
   // owners: 1..local.Size(); local ranks [0, owners) own one slice each.
   Status Run(Communicator& local, const AllreduceArgs& args, int owners, const SliceHook& hook);
 
+  // The one-barrier path for messages of at most small_bytes() (see the top of this file): every
+  // rank reads all p inputs, so it pays p n of reduction traffic to save a barrier. `local` as
+  // for Run, every rank owning the result.
+  Status RunSmall(Communicator& local, const AllreduceArgs& args);
+
   // Test knobs: smaller pieces force the many-piece paths on small buffers; a shorter wait
   // makes the dead-peer test fast. Must be set the same on every rank before its first Run.
   void set_piece_bytes(size_t bytes) { piece_bytes_ = (bytes + 7) / 8 * 8; }
   void set_wait_timeout(std::chrono::milliseconds t) { wait_timeout_ = t; }
+  // Largest message of the one-barrier path (0: never), instead of SmallBytesFor's choice.
+  // Set before the first Run on a communicator: its slots are sized then.
+  void set_small_bytes(size_t bytes) { small_bytes_ = bytes; }
+  // The one-barrier path's limit for a node of `ranks` ranks: kShmSmallBytesOwnCore when each
+  // rank can have a core of this host, kShmSmallBytesSharedCores when they outnumber the cores
+  // (node_pieces.h). The ranks of one node share the host, so every rank gets the same answer.
+  size_t SmallBytesFor(int ranks) const;
   size_t piece_bytes() const { return piece_bytes_; }
 
  private:
@@ -55,6 +83,7 @@ class ShmNodeReducer {
   Status Barrier(State& s, const char* phase);
 
   size_t piece_bytes_;
+  size_t small_bytes_;  // kAutoSmall: SmallBytesFor decides
   std::chrono::milliseconds wait_timeout_{60000};
   // By communicator: an algorithm instance may serve several (process sets). Keyed by address,
   // so an instance must not outlive the communicators it ran on (the runtime's selector and its

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <mutex>
 
+#include "collectives/cost_model.h"
 #include "collectives/host/hierarchical_allreduce.h"
+#include "collectives/registry.h"
 #include "collectives/host/shm_allreduce.h"
 #include "unit/algorithm_check.h"
 #include "unit/thread_world.h"
@@ -50,6 +52,9 @@ TEST_P(ShmPiecesTest, ManySmallPiecesMatchReference) {
   RunOnThreadWorld(GetParam(), "1", [&](Communicator& comm) {
     ShmAllreduce algo;
     algo.reducer().set_piece_bytes(200);  // 25 float64 or 100 float16 elements per piece
+    // Calls of up to 64 B take the one-barrier path: small and pieced calls interleave on one
+    // segment (the slot-parity argument of shm_node.h), in place and out of place.
+    algo.reducer().set_small_bytes(64);
     RunCases(comm, algo, &failures, &mu);
   });
   for (const std::string& f : failures) ADD_FAILURE() << f;
@@ -116,6 +121,72 @@ TEST(ShmAllreduceFaultTest, AbsentPeerIsReportedNotWaitedForever) {
     }
   });
   for (const std::string& f : failures) ADD_FAILURE() << f;
+}
+
+// The selector on one node, on fixed parameters of the kind `kolo-bench --calibrate` writes on
+// the 2-vCPU machine (2 ranks: a ring step, in-cache memory, a flag barrier): shm at every size
+// when the node shares memory; without it, recursive doubling for small messages and the
+// library's own for large ones.
+CostModel OneNodeCost() {
+  CostModel c;
+  c.intra = c.inter = {0.30, 1.94e-4};
+  c.gamma_us = 1.75e-5;
+  c.copy_us = 2.45e-5;
+  c.copy_mem_us = 1.35e-4;
+  c.cache_bytes = 32 << 20;
+  c.sync_us = 0.15;
+  return c;
+}
+
+SelectionInput OneNode(int ranks, size_t bytes, bool shm) {
+  SelectionInput in;
+  in.ranks = ranks;
+  in.bytes = bytes;
+  in.count = bytes / 4;
+  in.dtype = DataType::kFloat32;
+  in.op = ReduceOp::kSum;
+  in.nodes = 1;
+  in.max_local_size = in.min_local_size = ranks;
+  in.has_node_context = true;
+  in.shm_capable = shm;
+  return in;
+}
+
+TEST(OneNodeSelectorTest, ShmWhenTheNodeSharesMemory) {
+  const AllreduceSelector selector("", OneNodeCost());
+  for (int p : {2, 4}) {
+    for (size_t bytes : {size_t{8}, size_t{1} << 10, size_t{4} << 10, size_t{64} << 10,
+                         size_t{1} << 20, size_t{64} << 20, size_t{256} << 20}) {
+      auto pick = selector.Select(OneNode(p, bytes, true));
+      ASSERT_TRUE(pick.ok()) << pick.status().ToString();
+      EXPECT_EQ((*pick)->Name(), "shm") << p << " ranks, " << bytes << " B";
+    }
+    auto small = selector.Select(OneNode(p, 8, false));
+    ASSERT_TRUE(small.ok());
+    EXPECT_EQ((*small)->Name(), "rd") << p << " ranks, no shared memory";
+    auto large = selector.Select(OneNode(p, 64 << 20, false));
+    ASSERT_TRUE(large.ok());
+    EXPECT_EQ((*large)->Name(), "mpi") << p << " ranks, no shared memory";
+  }
+}
+
+TEST(OneNodeSelectorTest, ShmCostFollowsItsPaths) {
+  const CostModel c = OneNodeCost();
+  ShmAllreduce shm;
+  shm.reducer().set_small_bytes(1024);
+  SelectionInput in = OneNode(2, 1024, true);
+  in.cost = &c;
+  // One barrier, every rank reads both inputs.
+  EXPECT_DOUBLE_EQ(shm.EstimateMicros(in), c.sync_us + 2 * 1024 * c.copy_us + 1024 * c.gamma_us);
+  in.bytes = 1028;
+  EXPECT_DOUBLE_EQ(shm.EstimateMicros(in),
+                   2 * 1028 * c.copy_us + 0.5 * 1028 * c.gamma_us + 2 * c.sync_us);
+  // 64 MiB over 2 ranks: a 256 MiB node working set, 1/8 of it cached.
+  in.bytes = 64 << 20;
+  const double n = in.bytes;
+  EXPECT_DOUBLE_EQ(c.CopyUs(4 * n), c.copy_us / 8 + c.copy_mem_us * 7 / 8);
+  EXPECT_DOUBLE_EQ(shm.EstimateMicros(in), n * c.CopyUs(4 * n) + n * c.copy_us +
+                                               0.5 * n * c.gamma_us + 2 * 32 * c.sync_us);
 }
 
 }  // namespace
