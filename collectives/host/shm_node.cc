@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "collectives/host/node_pieces.h"
 #include "collectives/reduce.h"
@@ -20,6 +21,10 @@ namespace kolo {
 namespace {
 
 constexpr size_t kArrivedOffset = 0;
+// Barrier waits: spin (State::spin_polls), then yield this many times (~30 us), then sleep
+// 1, 2, ... up to kMaxSleepMicros between polls.
+constexpr uint64_t kYieldsBeforeSleep = 100;
+constexpr uint64_t kMaxSleepMicros = 50;
 constexpr size_t kFailedOffset = 64;
 constexpr size_t kSlotOffset = 128;
 // Polls of a peer's counter before yielding the core (see StateFor). Measured, 2 ranks on 2
@@ -123,11 +128,18 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
     if (r == s.rank) continue;
     std::atomic<uint64_t>* arrived = Counter(s.segment->Region(r), kArrivedOffset);
     std::atomic<uint64_t>* failed = Counter(s.segment->Region(r), kFailedOffset);
+    uint64_t yields = 0;
     for (uint64_t polls = 1; arrived->load(std::memory_order_acquire) < target; ++polls) {
-      if (polls > s.spin_polls) {
+      if (polls <= s.spin_polls) {
+        KOLO_CPU_RELAX();
+      } else if (++yields <= kYieldsBeforeSleep) {
         sched_yield();
       } else {
-        KOLO_CPU_RELAX();
+        // A peer this late is not running. sched_yield on an otherwise idle core returns at
+        // once, so a virtual CPU that shares a physical core with the peer's would keep
+        // spinning through its slice; sleeping halts it and lets the peer run.
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            std::min<uint64_t>(yields - kYieldsBeforeSleep, kMaxSleepMicros)));
       }
       if ((polls & 1023) != 0) continue;
       std::string why;
