@@ -21,11 +21,32 @@ bench="${KOLO_BUILD_DIR}/bench/kolo-bench"
 # --oversubscribe turns off). Even so, on a small VM whole runs sometimes come out ~4x slower for
 # every variant (both vCPUs on one host core, presumably): compare ratios within one run, and
 # rerun when MPI_Allreduce's own times jump.
+# Two busy loops pinned to cores 0 and 1: in parallel they should take as long as one alone.
+# Prints parallel/alone x 100; ~100 when the cores are really two, ~200 when the host serves
+# both virtual CPUs from one core (then every variant measures several times slower).
+parallel_percent() {
+  local loop='import time; t=time.perf_counter(); sum(range(4000000)); print(time.perf_counter()-t)'
+  local alone both0 both1
+  alone=$(taskset -c 0 /usr/bin/python3 -c "${loop}")
+  both0=$( (taskset -c 1 /usr/bin/python3 -c "${loop}" >/dev/null &) ; taskset -c 0 /usr/bin/python3 -c "${loop}")
+  /usr/bin/python3 -c "print(int(100 * ${both0} / ${alone}))"
+}
+wait_for_parallel_cores() {
+  local p tries=0
+  (( $(nproc) >= 2 )) || return 0
+  while p=$(parallel_percent); (( p > 140 && tries < 10 )); do
+    kolo_log "cores run at ${p}% of their speed alone (shared by the host?): waiting 20 s"
+    sleep 20
+    tries=$((tries + 1))
+  done
+  kolo_log "cores in parallel: ${p}% of their speed alone"
+}
 bind_for() { if (( $1 <= $(nproc) )); then echo --bind-to core; else echo --bind-to none; fi; }
 for np in 2 4; do
   # The model is calibrated at the rank count it will serve (barriers and bandwidth per rank
   # change when ranks share cores).
   tuning="${out}/kolo_tuning-np${np}.json"
+  wait_for_parallel_cores
   # shellcheck disable=SC2046
   kolo_run timeout 300 mpirun "${KOLO_MPIRUN_FLAGS[@]}" $(bind_for "${np}") -np "${np}" \
     "${bench}" --calibrate --output "${tuning}" | tee "${out}/calibrate-np${np}.txt"

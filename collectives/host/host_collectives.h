@@ -3,7 +3,7 @@
 // one table per collective, each entry a name, its cost formula in words, the formula as a
 // function and the entry point. The algorithms run over Communicator point-to-point only and
 // have the same contracts as the native collectives in collectives/communicator.h. Steps and
-// bytes per algorithm: collectives/ALGORITHMS-trees.md and the prose atop each file.
+// bytes per algorithm: collectives/ALGORITHMS.md and the prose atop each file.
 //
 // Cost model: Hockney's alpha-beta-gamma (cost_model.h), p ranks, n bytes as defined per
 // collective below; formulas from Thakur, Rabenseifner & Gropp 2005 (sec. 4) unless noted.
