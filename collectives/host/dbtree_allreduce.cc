@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "collectives/host/flat_common.h"
 #include "collectives/host/tree_allreduce.h"
 
 namespace kolo {
 
 Status DoubleBinaryTreeAllreduce::Supports(const SelectionInput& in) const {
-  return SupportsKernelOp(in, Name());
+  return internal::SupportsKernelOp(Name(), in);
 }
 
 double DoubleBinaryTreeAllreduce::EstimateMicros(const SelectionInput& in) const {

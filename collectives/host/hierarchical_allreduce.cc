@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "collectives/host/flat_common.h"
 #include "collectives/host/node_pieces.h"
 #include "collectives/node_context.h"
 #include "collectives/reduce.h"
@@ -21,10 +22,7 @@ HierarchicalAllreduce::HierarchicalAllreduce(CrossChooser choose_cross)
     : choose_cross_(std::move(choose_cross)) {}
 
 Status HierarchicalAllreduce::Supports(const SelectionInput& in) const {
-  if (in.op != ReduceOp::kSum && in.op != ReduceOp::kMin && in.op != ReduceOp::kMax &&
-      in.op != ReduceOp::kProduct) {
-    return UnimplementedError(std::string(ReduceOpName(in.op)) + " is not a kernel reduction");
-  }
+  KOLO_RETURN_IF_ERROR(internal::SupportsKernelOp(Name(), in));
   if (!in.has_node_context) {
     return UnimplementedError("needs a node context (node-local and cross-node communicators)");
   }

@@ -3,16 +3,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "collectives/host/flat_common.h"
 #include "collectives/host/node_pieces.h"
 #include "collectives/node_context.h"
 
 namespace kolo {
 
 Status ShmAllreduce::Supports(const SelectionInput& in) const {
-  if (in.op != ReduceOp::kSum && in.op != ReduceOp::kMin && in.op != ReduceOp::kMax &&
-      in.op != ReduceOp::kProduct) {
-    return UnimplementedError(std::string(ReduceOpName(in.op)) + " is not a kernel reduction");
-  }
+  KOLO_RETURN_IF_ERROR(internal::SupportsKernelOp(Name(), in));
   if (in.nodes != 1) {
     return UnimplementedError("needs one node, the ranks span " + std::to_string(in.nodes));
   }

@@ -3,23 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "collectives/host/flat_common.h"
+
 namespace kolo {
 
-Status SupportsKernelOp(const SelectionInput& in, std::string_view algorithm) {
-  switch (in.op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kMin:
-    case ReduceOp::kMax:
-    case ReduceOp::kProduct:
-      return Status::OK();
-    default:
-      return UnimplementedError(std::string(algorithm) + " reduces with Sum, Min, Max or " +
-                                "Product, not " + std::string(ReduceOpName(in.op)));
-  }
-}
-
 Status TreeAllreduce::Supports(const SelectionInput& in) const {
-  return SupportsKernelOp(in, Name());
+  return internal::SupportsKernelOp(Name(), in);
 }
 
 double TreeAllreduce::EstimateMicros(const SelectionInput& in) const {

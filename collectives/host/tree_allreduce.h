@@ -45,9 +45,6 @@ class TreeAllreduce : public AllreduceAlgorithm {
   std::vector<TreePiece> pieces_;
 };
 
-// The op check both tree all-reduces share: ReduceInto's four operations.
-Status SupportsKernelOp(const SelectionInput& in, std::string_view algorithm);
-
 }  // namespace kolo
 
 #endif  // KOLO_COLLECTIVES_HOST_TREE_ALLREDUCE_H_
