@@ -26,6 +26,7 @@ namespace {
 
 constexpr uint16_t kNvidia = 0x10de;
 constexpr uint16_t kAmd = 0x1002;
+using PciAttr = hwloc_obj_attr_u::hwloc_pcidev_attr_s;
 
 class HwlocTopology {
  public:
@@ -42,7 +43,7 @@ class HwlocTopology {
   hwloc_topology_t t_ = nullptr;
 };
 
-std::string FormatBusId(const hwloc_pcidev_attr_s& p) {
+std::string FormatBusId(const PciAttr& p) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%04x:%02x:%02x.%x", static_cast<unsigned>(p.domain),
                 static_cast<unsigned>(p.bus), static_cast<unsigned>(p.dev),
@@ -55,12 +56,12 @@ std::string Info(hwloc_obj_t obj, const char* name) {
   return v != nullptr ? v : "";
 }
 
-bool IsGpu(const hwloc_pcidev_attr_s& p) {
+bool IsGpu(const PciAttr& p) {
   const bool display = (p.class_id >> 8) == 0x03;
   return display && (p.vendor_id == kNvidia || p.vendor_id == kAmd);
 }
 
-bool IsNetwork(const hwloc_pcidev_attr_s& p) { return (p.class_id >> 8) == 0x02; }
+bool IsNetwork(const PciAttr& p) { return (p.class_id >> 8) == 0x02; }
 
 bool IsNvswitch(hwloc_obj_t obj) {
   if (obj->type != HWLOC_OBJ_PCI_DEVICE) return false;
@@ -182,27 +183,32 @@ class Walker {
 
   PciPlace Place(hwloc_obj_t dev, SwitchRef* sw) const {
     PciPlace place;
-    const hwloc_pcidev_attr_s& p = dev->attr->pcidev;
+    const PciAttr& p = dev->attr->pcidev;
     place.bus_id = FormatBusId(p);
     place.vendor_id = p.vendor_id;
     place.device_id = p.device_id;
     place.class_id = p.class_id;
     place.link_gbps = p.linkspeed > 0 ? p.linkspeed : 0;
-    double slowest = place.link_gbps;
     for (hwloc_obj_t b = dev->parent; b != nullptr && b->type == HWLOC_OBJ_BRIDGE; b = b->parent) {
       place.bridges.push_back(b->gp_index);
-      if (b->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) {
-        const double s = b->attr->bridge.upstream.pci.linkspeed;
-        if (s > 0 && (slowest <= 0 || s < slowest)) slowest = s;
-      }
       if (sw != nullptr && !sw->present && IsSwitchUpstreamPort(b)) {
         sw->present = true;
         sw->gp_index = b->gp_index;
         sw->bus_id = FormatBusId(b->attr->bridge.upstream.pci);
       }
     }
+    // hwloc reports each end's current link speed, and idle links train down (an idle GPU's
+    // link drops to Gen1; root ports of real exports show 2 GB/s above Gen3 x16 GPUs), so the
+    // device's link counts at the faster of its two ends, and the uplinks above it are taken to
+    // be as fast (switch uplinks are at least as wide as one device link on GPU servers).
+    double fastest = place.link_gbps;
+    hwloc_obj_t port = dev->parent;
+    if (port != nullptr && port->type == HWLOC_OBJ_BRIDGE &&
+        port->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) {
+      fastest = std::max(fastest, static_cast<double>(port->attr->bridge.upstream.pci.linkspeed));
+    }
+    place.path_gbps = fastest > 0 ? fastest : 0;
     std::reverse(place.bridges.begin(), place.bridges.end());
-    place.path_gbps = slowest;
     hwloc_obj_t cpu_side = hwloc_get_non_io_ancestor_obj(t_, dev);
     if (cpu_side != nullptr) {
       place.package = PackageIndex(cpu_side);
@@ -242,7 +248,7 @@ class Walker {
     std::vector<std::pair<Nic, SwitchRef>> nics;
     for (hwloc_obj_t dev = hwloc_get_next_pcidev(t_, nullptr); dev != nullptr;
          dev = hwloc_get_next_pcidev(t_, dev)) {
-      const hwloc_pcidev_attr_s& p = dev->attr->pcidev;
+      const PciAttr& p = dev->attr->pcidev;
       if (IsGpu(p)) {
         Gpu gpu;
         SwitchRef sw;
@@ -375,9 +381,15 @@ class Walker {
     for (int i = 0; i < n_gpus; ++i) {
       for (int j = 0; j < n_gpus; ++j) {
         if (i == j) continue;
-        // Through the switches, i can push to j at most what both have to each switch.
-        double via = 0;
-        for (const auto& [gp, row] : to_switch) via += std::min(row[i], row[j]);
+        // NVSwitch fabrics are non-blocking all-to-all (DGX-2 joins its two baseboards' switches
+        // with trunk links that hwloc does not list), so i reaches j at the lower of the two
+        // GPUs' total bandwidth into the fabric.
+        double total_i = 0, total_j = 0;
+        for (const auto& [gp, row] : to_switch) {
+          total_i += row[i];
+          total_j += row[j];
+        }
+        const double via = std::min(total_i, total_j);
         const double bw = std::max(direct[i][j], direct[j][i]) + via;
         topo.nvlink_gbps[i][j] = bw;
         const double per_link = NvlinkRawGbpsPerLink(topo.gpus[i].nvlink_generation);

@@ -41,7 +41,8 @@ struct PciPlace {
   std::vector<uint64_t> bridges;      // host bridge first; empty when not under a host bridge
   int package = -1;                   // index into Topology::packages, -1 when attached higher
   int numa = -1;                      // index into Topology::numa_nodes, -1 when unknown
-  // GB/s of the device's own link and the slowest link between it and its host bridge;
+  // GB/s of the device's own link (link_gbps) and of its way to the host bridge (path_gbps:
+  // the faster end of its link, see hwloc_topology.cc);
   // 0 where hwloc reported none (the link model then uses its default and says so).
   double link_gbps = 0;
   double path_gbps = 0;
