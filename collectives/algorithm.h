@@ -13,12 +13,18 @@
 
 namespace kolo {
 
+// Where a buffer lives. Host algorithms run on kHost only; the NCCL ones (collectives/nccl/)
+// on kCuda only.
+enum class MemoryKind : int { kHost = 0, kCuda = 1 };
+std::string_view MemoryKindName(MemoryKind m);  // "host", "cuda"
+
 // Facts every rank shares, so every rank picks the same algorithm without talking.
 struct SelectionInput {
   size_t bytes = 0;  // message size on the wire
   size_t count = 0;  // elements
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
+  MemoryKind memory = MemoryKind::kHost;
   int ranks = 1;
   std::string_view backend;  // Communicator::BackendName()
   // Node structure (Communicator::node(); one node of `ranks` when it has none).
@@ -52,6 +58,8 @@ class AllreduceAlgorithm {
  public:
   virtual ~AllreduceAlgorithm() = default;
   virtual std::string_view Name() const = 0;
+  // The memory its buffers must be in; the selector offers it only inputs of that kind.
+  virtual MemoryKind memory() const { return MemoryKind::kHost; }
   // OK, or kUnimplemented with the reason this algorithm cannot run this input.
   virtual Status Supports(const SelectionInput& in) const = 0;
   // Predicted time (alpha-beta-gamma model); the same on every rank for the same input.

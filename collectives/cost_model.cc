@@ -31,7 +31,7 @@ Status ReadLink(const Json& root, const char* key, const std::string& where, Lin
 
 }  // namespace
 
-StatusOr<CostModel> CostModel::Load(const std::string& path) {
+StatusOr<CostModel> CostModel::Load(const std::string& path, const CostModel& base) {
   std::ifstream in(path);
   if (!in) return NotFoundError("tuning file " + path + ": cannot open it");
   std::stringstream text;
@@ -41,15 +41,18 @@ StatusOr<CostModel> CostModel::Load(const std::string& path) {
   if (root.is_discarded() || !root.is_object()) {
     return InvalidArgumentError(where + ": not a JSON object");
   }
-  CostModel m;
+  CostModel m = base;
   KOLO_RETURN_IF_ERROR(ReadLink(root, "intra", where, &m.intra));
   KOLO_RETURN_IF_ERROR(ReadLink(root, "inter", where, &m.inter));
+  KOLO_RETURN_IF_ERROR(ReadLink(root, "device_intra", where, &m.device_intra));
+  KOLO_RETURN_IF_ERROR(ReadLink(root, "device_inter", where, &m.device_inter));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "gamma_us", where, &m.gamma_us));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "copy_us", where, &m.copy_us));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "copy_mem_us", where, &m.copy_mem_us));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "cache_bytes", where, &m.cache_bytes));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "sync_us", where, &m.sync_us));
   m.source = path;
+  if (base.source != "defaults") m.source += " over " + base.source;
   auto it = root.find("measured");
   if (it != root.end() && it->is_string()) {
     m.measured = it->get<std::string>();
@@ -58,16 +61,22 @@ StatusOr<CostModel> CostModel::Load(const std::string& path) {
   return m;
 }
 
+StatusOr<CostModel> CostModel::Load(const std::string& path) { return Load(path, CostModel()); }
+
 double CostModel::CopyUs(double working_set) const {
   if (working_set <= cache_bytes) return copy_us;
   const double cached = cache_bytes / working_set;
   return cached * copy_us + (1 - cached) * copy_mem_us;
 }
 
-std::string CostModel::ToJson() const {
+std::string CostModel::ToJson(bool with_device) const {
   Json j;
   j["intra"] = {{"alpha_us", intra.alpha_us}, {"beta_us", intra.beta_us}};
   j["inter"] = {{"alpha_us", inter.alpha_us}, {"beta_us", inter.beta_us}};
+  if (with_device) {
+    j["device_intra"] = {{"alpha_us", device_intra.alpha_us}, {"beta_us", device_intra.beta_us}};
+    j["device_inter"] = {{"alpha_us", device_inter.alpha_us}, {"beta_us", device_inter.beta_us}};
+  }
   j["gamma_us"] = gamma_us;
   j["copy_us"] = copy_us;
   j["copy_mem_us"] = copy_mem_us;
@@ -80,7 +89,7 @@ std::string CostModel::ToJson() const {
 Status CostModel::Save(const std::string& path) const {
   std::ofstream out(path);
   if (!out) return InvalidArgumentError("tuning file " + path + ": cannot write it");
-  out << ToJson() << "\n";
+  out << ToJson(/*with_device=*/false) << "\n";
   if (!out) return InternalError("tuning file " + path + ": write failed");
   return Status::OK();
 }

@@ -32,6 +32,12 @@ struct CostModel {
   LinkCost intra = {1.0, 1.0 / 5000.0};
   // Point-to-point between nodes (a 25 GbE-class NIC: ~3 GB/s achieved, ~5 us latency).
   LinkCost inter = {5.0, 1.0 / 3000.0};
+  // GPU buffers (the NCCL candidates): one step between two GPUs of a node, and a GPU's share
+  // of its NIC. Defaults: PCIe Gen3 x16 at NCCL's 12 GB/s and 1 us a hop; a 100 Gbit/s port
+  // at NCCL's 12 GB/s and 2 us. With a topology (collectives/topology_cost.h) both come from
+  // the NVLink/PCIe/NIC link model.
+  LinkCost device_intra = {1.0, 1.0 / 12000.0};
+  LinkCost device_inter = {2.0, 1.0 / 12000.0};
   // Reducing one byte of a float32 sum from two inputs into one, in cache (ReduceInto).
   double gamma_us = 1.0 / 25000.0;
   // Copying one byte between memory regions in cache (memcpy).
@@ -49,16 +55,21 @@ struct CostModel {
   std::string measured;
 
   // Reads a tuning file (JSON: {"intra": {"alpha_us", "beta_us"}, "inter": {...},
-  // "gamma_us", "copy_us", "copy_mem_us", "cache_bytes", "sync_us"}); absent keys keep their defaults. kInvalidArgument
-  // naming the file and the key on malformed content, kNotFound when it cannot be opened.
+  // "device_intra": {...}, "device_inter": {...}, "gamma_us", "copy_us", "copy_mem_us",
+  // "cache_bytes", "sync_us"}) over `base`: absent keys keep base's values (the topology's link
+  // model, or the defaults). kInvalidArgument naming the file and the key on malformed
+  // content, kNotFound when it cannot be opened.
+  static StatusOr<CostModel> Load(const std::string& path, const CostModel& base);
   static StatusOr<CostModel> Load(const std::string& path);
 
   // Per byte of a memcpy whose buffers total `working_set` bytes across the node: copy_us while
   // it fits in cache_bytes, tending to copy_mem_us as the cached share cache_bytes/working_set
   // shrinks.
   double CopyUs(double working_set) const;
+  // Writes the host figures only: a calibration measures host links, and a device figure
+  // written back at its default would override the topology's on the next Load.
   Status Save(const std::string& path) const;
-  std::string ToJson() const;
+  std::string ToJson(bool with_device = true) const;
 };
 
 }  // namespace kolo

@@ -11,6 +11,10 @@
 #include "collectives/host/hierarchical_allreduce.h"
 #include "collectives/host/shm_allreduce.h"
 #include "collectives/node_context.h"
+// GPU buffers through NCCL (ranked by the cost model; issue 7 runs them).
+#include "collectives/nccl/nccl_hierarchical_allreduce.h"
+#include "collectives/nccl/nccl_ring_allreduce.h"
+#include "collectives/nccl/nccl_tree_allreduce.h"
 
 namespace kolo {
 
@@ -57,8 +61,15 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
         }
         return best;
       }));
+  // GPU buffers: NCCL's own ring and tree, and the three-phase composition with NCCL inside
+  // the nodes.
+  table.push_back(std::make_unique<NcclRingAllreduce>());
+  table.push_back(std::make_unique<NcclTreeAllreduce>());
+  table.push_back(std::make_unique<NcclHierarchicalAllreduce>());
   return table;
 }
+
+std::string_view MemoryKindName(MemoryKind m) { return m == MemoryKind::kCuda ? "cuda" : "host"; }
 
 SelectionInput DescribeCommunicator(const Communicator& comm) {
   SelectionInput in;
@@ -92,7 +103,8 @@ std::vector<std::pair<AllreduceAlgorithm*, double>> AllreduceSelector::Rank(
   in.cost = cost_.get();
   std::vector<std::pair<AllreduceAlgorithm*, double>> out;
   for (const auto& algo : algorithms_) {
-    out.emplace_back(algo.get(), algo->Supports(in).ok() ? algo->EstimateMicros(in) : -1.0);
+    const bool ok = algo->memory() == in.memory && algo->Supports(in).ok();
+    out.emplace_back(algo.get(), ok ? algo->EstimateMicros(in) : -1.0);
   }
   return out;
 }
@@ -104,7 +116,13 @@ StatusOr<AllreduceAlgorithm*> AllreduceSelector::Select(SelectionInput in) const
   std::string rejected;
   for (const auto& algo : algorithms_) {
     if (!forced_.empty() && algo->Name() != forced_) continue;
-    Status s = algo->Supports(in);
+    // Algorithms for the other memory kind are not candidates; named only when forced.
+    if (forced_.empty() && algo->memory() != in.memory) continue;
+    Status s = algo->memory() == in.memory
+                   ? algo->Supports(in)
+                   : UnimplementedError("runs on " + std::string(MemoryKindName(algo->memory())) +
+                                        " buffers, this input is in " +
+                                        std::string(MemoryKindName(in.memory)) + " memory");
     if (!s.ok()) {
       rejected += (rejected.empty() ? "" : "; ") + std::string(algo->Name()) + ": " + s.message();
       continue;

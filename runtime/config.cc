@@ -65,6 +65,9 @@ const std::vector<Knob>& Knobs() {
       {"KOLO_NODE_GROUPING", "", "spec", "",
        "how ranks group into nodes, overriding the hosts: 2x2 (nodes x ranks), 3+2 (node "
        "sizes) or 0,0,1,1 (a node id per rank)"},
+      {"KOLO_TOPOLOGY_XML", "", "path", "",
+       "an hwloc XML export (lstopo --of xml) each node reads instead of discovering its "
+       "machine; unset = hwloc discovery"},
   };
   return knobs;
 }
@@ -197,6 +200,8 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       c.tuning_file = v;
     } else if (knob.name == "KOLO_NODE_GROUPING") {
       c.node_grouping = v;
+    } else if (knob.name == "KOLO_TOPOLOGY_XML") {
+      c.topology_xml = v;
     } else if (knob.name == "KOLO_ALLGATHER_ALGO") {
       c.allgather_algo = v;
     } else if (knob.name == "KOLO_BROADCAST_ALGO") {

@@ -34,6 +34,7 @@ struct Config {
   std::string allreduce_algo = "auto";        // KOLO_ALLREDUCE_ALGO (checked by the selector)
   std::string tuning_file;                    // KOLO_TUNING_FILE ("" = built-in cost model)
   std::string node_grouping;                  // KOLO_NODE_GROUPING ("" = by host)
+  std::string topology_xml;                   // KOLO_TOPOLOGY_XML ("" = discover with hwloc)
   std::string allgather_algo = "auto";        // KOLO_ALLGATHER_ALGO
   std::string broadcast_algo = "auto";        // KOLO_BROADCAST_ALGO
   std::string reducescatter_algo = "auto";    // KOLO_REDUCESCATTER_ALGO

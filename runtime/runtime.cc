@@ -49,7 +49,9 @@ Status Runtime::Start() {
                              .AddContext("KOLO_TIMELINE"));
   }
   CostModel cost;
-  if (!config_.tuning_file.empty()) {
+  if (cost_model_) {
+    cost = *cost_model_;
+  } else if (!config_.tuning_file.empty()) {
     auto loaded = CostModel::Load(config_.tuning_file);
     if (!loaded.ok()) return Status(loaded.status()).AddContext("KOLO_TUNING_FILE");
     cost = *loaded;

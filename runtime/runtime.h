@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "collectives/communicator.h"
@@ -59,6 +60,9 @@ class Runtime {
 
   // Allocates persistent buffers and starts the background thread.
   Status Start();
+  // The cost model the selector uses (kolo_init builds it from the job's topology and the
+  // tuning file). Without one, Start reads KOLO_TUNING_FILE over the built-in defaults.
+  void SetCostModel(CostModel cost) { cost_model_ = std::move(cost); }
   // Validates locally and queues; kInvalidArgument for bad input or a name in flight,
   // kFailedPrecondition once the runtime stopped. A refused submission with a name is still
   // announced to the coordinator, which fails that name on every other rank ("rank r refused
@@ -128,6 +132,7 @@ class Runtime {
   Controller controller_;
   FusionExecutor fusion_;
   AllreduceSelector selector_;
+  std::optional<CostModel> cost_model_;
   CollectiveChoice collectives_;  // all-gather, broadcast, reduce-scatter, all-to-all
   TensorQueue queue_;
   Timeline timeline_;

@@ -417,11 +417,6 @@ Status PrepareFilters(hwloc_topology_t t) {
   return Status::OK();
 }
 
-std::string HwlocVersion() {
-  const unsigned v = hwloc_get_api_version();
-  return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) + "." +
-         std::to_string(v & 0xff);
-}
 
 }  // namespace
 
@@ -435,7 +430,7 @@ StatusOr<Topology> DiscoverTopology() {
     return InternalError(std::string("hwloc_topology_load (this machine): ") +
                          std::strerror(errno));
   }
-  return Walker(t.get(), /*live=*/true).Run("hwloc " + HwlocVersion() + " (this machine)");
+  return Walker(t.get(), /*live=*/true).Run("hwloc (this machine)");
 }
 
 StatusOr<Topology> LoadTopologyXml(const std::string& path) {
@@ -455,8 +450,7 @@ StatusOr<Topology> LoadTopologyXml(const std::string& path) {
   KOLO_RETURN_IF_ERROR(PrepareFilters(t.get()));
   if (hwloc_topology_set_xmlbuffer(t.get(), body.data(), static_cast<int>(body.size() + 1)) != 0 ||
       hwloc_topology_load(t.get()) != 0) {
-    return InvalidArgumentError(what + ": hwloc " + HwlocVersion() +
-                                " cannot parse it (malformed XML, or an export newer than the "
+    return InvalidArgumentError(what + ": hwloc cannot parse it (malformed XML, or an export newer than the "
                                 "XML versions 1.x and 2.x this hwloc reads; hwloc's own message, "
                                 "if any, is on stderr)");
   }

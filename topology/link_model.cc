@@ -82,7 +82,7 @@ Link GpuPair(const Topology& t, int a, int b) {
 // A rank's NIC link before sharing: the port's achievable rate, or the default.
 Link NicLink(const Topology& t, int nic) {
   Link l;
-  l.cls = LinkClass::kUnknown;
+  l.cls = LinkClass::kNet;
   if (nic < 0) {
     l.gbps = kDefaultNicGbit / 8 * kNicEfficiency;
     l.alpha_us = NicAlphaUs(NicKind::kEthernet);

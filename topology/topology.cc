@@ -15,6 +15,7 @@ std::string_view LinkClassName(LinkClass c) {
     case LinkClass::kNode: return "NODE";
     case LinkClass::kSys: return "SYS";
     case LinkClass::kShm: return "SHM";
+    case LinkClass::kNet: return "NET";
     case LinkClass::kUnknown: return "?";
   }
   return "?";

@@ -27,6 +27,7 @@ enum class LinkClass : int {
   kNode,       // PCIe across host bridges of one NUMA node / package
   kSys,        // across packages (QPI/UPI, Infinity Fabric, X-Bus)
   kShm,        // host memory of one package (two CPU ranks on the same socket)
+  kNet,        // through a NIC, between nodes
   kUnknown,    // a device outside the PCI tree hwloc saw
 };
 std::string_view LinkClassName(LinkClass c);  // "NV", "PIX", "PXB", "PHB", "NODE", "SYS", ...

@@ -16,6 +16,8 @@
 #include "bindings/c/process_sets.h"
 #include "kolo/kolo.h"
 #include "collectives/mpi/mpi_node.h"
+#include "collectives/mpi/mpi_topology.h"
+#include "collectives/topology_cost.h"
 #include "runtime/mpi_world.h"
 #include "runtime/runtime.h"
 
@@ -122,6 +124,33 @@ kolo_status_t CheckDtype(int dtype, const char* name) {
   return KOLO_SUCCESS;
 }
 
+// The cost model the job's topology implies (collectives/topology_cost.h); the defaults, with a
+// warning, when hwloc could not describe some node. A KOLO_TOPOLOGY_XML that a node cannot
+// load sets *status (on every rank alike).
+kolo::CostModel JobCostModel(MPI_Comm comm, const kolo::NodeMap& map, const kolo::Config& config,
+                             kolo::Status* status) {
+  auto job = kolo::ExchangeTopologies(comm, map, config.topology_xml,
+                                      !config.node_grouping.empty());
+  if (!job.ok()) {
+    if (status->ok()) *status = kolo::Status(job.status()).AddContext("kolo_init");
+    return kolo::CostModel();
+  }
+  if (!job->available) {
+    KOLO_LOG_WARNING("init", "no topology ({}): the cost model keeps its defaults", job->why);
+    return kolo::CostModel();
+  }
+  auto links = kolo::BuildLinkModel(job->layout);
+  if (!links.ok()) {
+    KOLO_LOG_WARNING("init", "link model: {}: the cost model keeps its defaults",
+                  links.status().message());
+    return kolo::CostModel();
+  }
+  for (const std::string& note : links->notes) KOLO_LOG_DEBUG("init", "topology: {}", note);
+  kolo::CostModel cost = kolo::CostModelFromLinks(*links);
+  KOLO_LOG_DEBUG("init", "cost model from the topology: {}", cost.ToJson());
+  return cost;
+}
+
 }  // namespace
 
 extern "C" {
@@ -155,14 +184,18 @@ kolo_status_t kolo_init(void) {
     local = runtime->StartTimeline(config.timeline_path, config.timeline_mark_cycles)
                 .AddContext("KOLO_TIMELINE");
   }
+  // The cost model: every node's topology (exchanged: collective, so it runs even when this
+  // rank's configuration failed), then the tuning file over it. Every rank reads the file
+  // here, before the ranks agree to start, so a missing or malformed file fails every rank's
+  // kolo_init instead of one rank's first all-reduce.
+  kolo::CostModel cost = JobCostModel(control.comm(), (*node)->map, config, &local);
   if (local.ok() && !config.tuning_file.empty()) {
-    // Every rank reads it here, before the ranks agree to start, so a missing or malformed
-    // file fails every rank's kolo_init instead of one rank's first all-reduce.
-    auto cost = kolo::CostModel::Load(config.tuning_file);
-    local = cost.ok() ? kolo::Status::OK()
-                      : kolo::Status(cost.status()).AddContext("KOLO_TUNING_FILE");
-    if (cost.ok()) tuning_json = cost->ToJson();
+    auto loaded = kolo::CostModel::Load(config.tuning_file, cost);
+    local = loaded.ok() ? kolo::Status::OK()
+                        : kolo::Status(loaded.status()).AddContext("KOLO_TUNING_FILE");
+    if (loaded.ok()) cost = *loaded;
   }
+  tuning_json = cost.ToJson();
   if (local.ok() && config.autotune && !config.autotune_log.empty() && world->layout.rank == 0) {
     std::FILE* f = std::fopen(config.autotune_log.c_str(), "a");
     if (!f) {
@@ -190,11 +223,12 @@ kolo_status_t kolo_init(void) {
   if (!agreed.ok()) return Fail(agreed.AddContext("kolo_init"));
   kolo::Status hooked = kolo::CallBeforeMpiFinalize([] { kolo_shutdown(); });
   if (!hooked.ok()) return Fail(hooked);
+  runtime->SetCostModel(cost);
   kolo::Status s = runtime->Start();
   if (!s.ok()) return Fail(s);
   KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
                 config.cycle_time_ms, config.fusion_threshold_bytes, config.fusion_chunk_bytes);
-  kolo::capi::AttachProcessSets(std::move(world->admin), config, runtime);
+  kolo::capi::AttachProcessSets(std::move(world->admin), config, runtime, cost);
   g_runtime = std::move(runtime);
   return KOLO_SUCCESS;
 }

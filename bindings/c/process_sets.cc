@@ -25,6 +25,7 @@ std::mutex g_mu;
 std::mutex g_admin_mu;
 std::unique_ptr<MpiCommunicator> g_admin;
 Config g_config;
+CostModel g_cost;  // the job's, from kolo_init
 std::shared_ptr<Runtime> g_global;
 std::map<int, ProcessSet> g_sets;
 int g_next_id = 1;
@@ -88,10 +89,11 @@ std::string Disagreement(const std::vector<std::vector<int>>& all) {
 }  // namespace
 
 void AttachProcessSets(std::unique_ptr<MpiCommunicator> admin, const Config& config,
-                       std::shared_ptr<Runtime> global) {
+                       std::shared_ptr<Runtime> global, const CostModel& cost) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_admin = std::move(admin);
   g_config = config;
+  g_cost = cost;
   g_global = std::move(global);
   g_sets.clear();
   g_next_id = 1;
@@ -192,6 +194,7 @@ StatusOr<int> AddProcessSet(const std::vector<int>& requested) {
     world->data->set_node(*node);
     set.runtime = std::make_shared<Runtime>(config, world->layout, std::move(world->control),
                                             std::move(world->data));
+    set.runtime->SetCostModel(g_cost);
     Status started = set.runtime->Start();
     if (!started.ok()) return started.AddContext("add_process_set " + List(ranks));
   }

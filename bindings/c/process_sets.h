@@ -12,9 +12,10 @@
 
 namespace kolo::capi {
 
-// Called by kolo_init with the world's admin communicator and the global runtime.
+// Called by kolo_init with the world's admin communicator, the global runtime and the job's
+// cost model (a set's runtime uses it too: its links are a subset of the job's).
 void AttachProcessSets(std::unique_ptr<MpiCommunicator> admin, const Config& config,
-                       std::shared_ptr<Runtime> global);
+                       std::shared_ptr<Runtime> global, const CostModel& cost);
 // Called by kolo_shutdown: stops every set's runtime and forgets the sets.
 void DetachProcessSets();
 

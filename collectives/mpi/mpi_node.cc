@@ -14,7 +14,8 @@ uint64_t Fnv1a(const std::string& s) {
   return h;
 }
 
-// Every rank's string, gathered (small strings only: knob values).
+}  // namespace
+
 Status GatherStrings(MPI_Comm comm, const std::string& mine, std::vector<std::string>* all) {
   int size = 0;
   MPI_Comm_size(comm, &size);
@@ -33,8 +34,6 @@ Status GatherStrings(MPI_Comm comm, const std::string& mine, std::vector<std::st
   for (int r = 0; r < size; ++r) all->push_back(joined.substr(offsets[r], lens[r]));
   return Status::OK();
 }
-
-}  // namespace
 
 Status AgreeOnString(MPI_Comm comm, const char* what, const std::string& value) {
   unsigned long long h = Fnv1a(value), lo = 0, hi = 0;

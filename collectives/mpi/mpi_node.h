@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/node_context.h"
 
@@ -23,6 +24,9 @@ namespace kolo {
 StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(
     MPI_Comm comm, const std::string& grouping, size_t max_call_bytes,
     std::function<Status()> liveness = nullptr);
+
+// Every rank's `mine`, in rank order, on every rank. Collective.
+Status GatherStrings(MPI_Comm comm, const std::string& mine, std::vector<std::string>* all);
 
 // Fails every rank unless `value` is the same string on all ranks of `comm`:
 // "<what> must be the same on every rank: rank 0 has 'a', rank 2 has 'b'". Collective.
