@@ -17,6 +17,8 @@ std::string Fmt(const char* format, double a, double b = 0, double c = 0) {
   return buf;
 }
 
+bool Rdma(NicKind k) { return k != NicKind::kEthernet && k != NicKind::kOther; }
+
 double PcieRaw(const PciPlace& p) { return p.path_gbps > 0 ? p.path_gbps : kDefaultPcieRawGbps; }
 
 const Package* PackageOf(const Topology& t, int p) {
@@ -62,7 +64,8 @@ Link GpuPair(const Topology& t, int a, int b) {
                            : t.NvlinkGbps(a, b) * NvlinkAchievableGbpsPerLink(gen) /
                                  NvlinkRawGbpsPerLink(gen);
     l.alpha_us = kNvlinkHopUs;
-    l.basis = Fmt("NVLink x%.0f (%.1f GB/s raw%s)", l.nvlinks, t.NvlinkGbps(a, b)) +
+    // (The format had a stray %s that read a vararg never passed: undefined behaviour.)
+    l.basis = Fmt("NVLink x%.0f (%.1f GB/s raw)", l.nvlinks, t.NvlinkGbps(a, b)) +
               (t.nvswitch ? " through NVSwitch" : "");
     return l;
   }
@@ -133,6 +136,12 @@ StatusOr<LinkModel> BuildLinkModel(const JobLayout& job) {
   if (static_cast<int>(job.local_rank_of.size()) != ranks) {
     return InvalidArgumentError("job layout: node_of_rank and local_rank_of differ in length");
   }
+  // bound_package is read per rank below: one of another length was read out of bounds.
+  if (!job.bound_package.empty() && static_cast<int>(job.bound_package.size()) != ranks) {
+    return InvalidArgumentError("job layout: bound_package has " +
+                                std::to_string(job.bound_package.size()) + " entries for " +
+                                std::to_string(ranks) + " ranks");
+  }
   m.nodes.resize(job.nodes.size());
   m.ranks.resize(ranks);
   for (int r = 0; r < ranks; ++r) {
@@ -140,6 +149,14 @@ StatusOr<LinkModel> BuildLinkModel(const JobLayout& job) {
     if (node < 0 || node >= static_cast<int>(job.nodes.size())) {
       return InvalidArgumentError("job layout: rank " + std::to_string(r) + " is on node " +
                                   std::to_string(node) + ", which has no topology");
+    }
+    // A package the node lacks would be taken for package 0's interconnect and NICs silently.
+    const int bound = job.bound_package.empty() ? -1 : job.bound_package[r];
+    const int packages = std::max(1, static_cast<int>(job.nodes[node].packages.size()));
+    if (bound >= packages) {
+      return InvalidArgumentError("job layout: rank " + std::to_string(r) +
+                                  " is bound to package " + std::to_string(bound) + " of node " +
+                                  std::to_string(node) + ", which has " + std::to_string(packages));
     }
     m.nodes[node].ranks.push_back(r);
   }
@@ -209,8 +226,13 @@ StatusOr<LinkModel> BuildLinkModel(const JobLayout& job) {
       if (gpus > 0) {
         Link dev = nic;
         const double pcie = PcieRaw(t.gpus[pa.gpu].pci) * kPcieEfficiency;
-        if (pa.nic >= 0 && t.GpuNicLink(pa.gpu, pa.nic) >= LinkClass::kNode) {
-          // No GPUDirect RDMA across the CPU: the data is staged through host memory.
+        // No GPUDirect RDMA across the CPU, nor through a NIC without RDMA (TCP over plain
+        // Ethernet, however close): the data is staged through host memory. (The RDMA test
+        // was missing, so a GPU next to a plain Ethernet port counted as GPUDirect.)
+        if (pa.nic >= 0 && !Rdma(t.nics[pa.nic].kind)) {
+          dev.basis += ", staged through host memory (NIC without RDMA)";
+          dev.alpha_us += kPcieHopUs;
+        } else if (pa.nic >= 0 && t.GpuNicLink(pa.gpu, pa.nic) >= LinkClass::kNode) {
           dev.basis += ", staged through host memory (NIC not near the GPU)";
           dev.alpha_us += kPcieHopUs;
         }

@@ -102,8 +102,10 @@ struct Topology {
   std::vector<Nic> nics;              // in PCI bus id order
   std::vector<PcieSwitch> switches;   // switches that hold at least one GPU or NIC
   // GPU x GPU NVLink bandwidth (GB/s, one direction) as hwloc's NVLinkBandwidth gives it, or
-  // derived through NVSwitches (sum over switches of min(bw(i,s), bw(j,s))); empty rows when
-  // hwloc reported no NVLink. nvlink_links[i][j] is that bandwidth in links of the GPU's
+  // derived through NVSwitches: the lower of the two GPUs' total bandwidth into the switch
+  // fabric, which is all-to-all (hwloc_topology.cc; a sum over switches of min(bw(i,s),
+  // bw(j,s)) would give 0 between DGX-2 baseboards, whose GPUs reach disjoint switches); empty
+  // when hwloc reported no NVLink. nvlink_links[i][j] is that bandwidth in links of the GPU's
   // generation; nvswitch says the links go through switches.
   std::vector<std::vector<double>> nvlink_gbps;
   std::vector<std::vector<int>> nvlink_links;

@@ -1,0 +1,70 @@
+// Test helpers for topology/: paths of the hwloc fixtures (tests/fixtures/topologies, shipped)
+// and of the real machines' exports (../shared/topologies, not shipped), each loaded once per
+// test binary, and a GPU x GPU LinkClass table checker.
+#ifndef KOLO_TESTS_UNIT_TOPOLOGY_FIXTURES_H_
+#define KOLO_TESTS_UNIT_TOPOLOGY_FIXTURES_H_
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "topology/hwloc_topology.h"
+#include "topology/topology.h"
+
+namespace kolo {
+namespace testing_topology {
+
+inline std::string FixturePath(const std::string& name) {
+  return std::string(KOLO_FIXTURE_DIR) + "/" + name;
+}
+
+inline std::string SharedPath(const std::string& name) {
+  return std::string(KOLO_SHARED_TOPOLOGY_DIR) + "/" + name;
+}
+
+// The synthetic and captured fixtures the project ships (tests/fixtures/topologies/README.md).
+inline const std::vector<std::string>& ShippedFixtures() {
+  static const std::vector<std::string> names = {"h100-nvswitch-8gpu.xml",  "pcie-gen4-2s-4gpu.xml",
+                                                 "nvlink-pairs-8gpu.xml",   "cpu-2s.xml",
+                                                 "missing-link-speeds.xml", "this-machine.xml"};
+  return names;
+}
+
+// LoadTopologyXml(path), parsed once: hwloc's XML import is the slow part of these tests.
+inline const StatusOr<Topology>& LoadCached(const std::string& path) {
+  static auto* cache = new std::map<std::string, std::unique_ptr<StatusOr<Topology>>>();
+  auto it = cache->find(path);
+  if (it == cache->end()) {
+    it = cache->emplace(path, std::make_unique<StatusOr<Topology>>(LoadTopologyXml(path))).first;
+  }
+  return *it->second;
+}
+
+inline const StatusOr<Topology>& Fixture(const std::string& name) {
+  return LoadCached(FixturePath(name));
+}
+
+// `rows[i]` lists LinkClassName(GpuLink(i, j)) for every j, separated by blanks.
+inline void ExpectGpuLinkTable(const Topology& t, const std::vector<std::string>& rows) {
+  ASSERT_EQ(t.gpus.size(), rows.size());
+  const int n = static_cast<int>(rows.size());
+  for (int i = 0; i < n; ++i) {
+    std::istringstream in(rows[i]);
+    std::vector<std::string> cells;
+    for (std::string c; in >> c;) cells.push_back(c);
+    ASSERT_EQ(static_cast<int>(cells.size()), n) << "row " << i << ": " << rows[i];
+    for (int j = 0; j < n; ++j) {
+      EXPECT_EQ(LinkClassName(t.GpuLink(i, j)), cells[j]) << "GPU " << i << " -> GPU " << j;
+      EXPECT_EQ(t.GpuLink(i, j), t.GpuLink(j, i)) << "asymmetric: GPU " << i << ", GPU " << j;
+    }
+  }
+}
+
+}  // namespace testing_topology
+}  // namespace kolo
+
+#endif  // KOLO_TESTS_UNIT_TOPOLOGY_FIXTURES_H_
