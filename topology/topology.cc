@@ -79,14 +79,21 @@ bool Rdma(NicKind k) { return k != NicKind::kEthernet && k != NicKind::kOther; }
 }  // namespace
 
 int Topology::ClosestNic(int g) const {
+  // RDMA before plain Ethernet, then the nearest by PCI class, then the lowest index: GPU
+  // traffic leaves through an RDMA NIC wherever the node has one (NCCL's IB/RoCE transport,
+  // UCX), even one across the CPU, and falls back to sockets only without.
   int best = -1;
   for (int n = 0; n < static_cast<int>(nics.size()); ++n) {
     if (best < 0) {
       best = n;
       continue;
     }
-    const LinkClass cn = GpuNicLink(g, n), cb = GpuNicLink(g, best);
-    if (cn < cb || (cn == cb && Rdma(nics[n].kind) && !Rdma(nics[best].kind))) best = n;
+    const bool rn = Rdma(nics[n].kind), rb = Rdma(nics[best].kind);
+    if (rn != rb) {
+      if (rn) best = n;
+      continue;
+    }
+    if (GpuNicLink(g, n) < GpuNicLink(g, best)) best = n;
   }
   return best;
 }
@@ -94,8 +101,8 @@ int Topology::ClosestNic(int g) const {
 int Topology::ClosestNicToPackage(int p) const {
   int best = -1;
   auto score = [&](int n) {
-    // Lower is better: on the package first, then RDMA before plain Ethernet.
-    return (nics[n].pci.package == p ? 0 : 2) + (Rdma(nics[n].kind) ? 0 : 1);
+    // Lower is better: RDMA before plain Ethernet (MPI's RDMA transports), then on the package.
+    return (Rdma(nics[n].kind) ? 0 : 2) + (nics[n].pci.package == p ? 0 : 1);
   };
   for (int n = 0; n < static_cast<int>(nics.size()); ++n) {
     if (best < 0 || score(n) < score(best)) best = n;

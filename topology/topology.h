@@ -119,10 +119,11 @@ struct Topology {
   LinkClass GpuLink(int a, int b) const;
   // The class of the way between GPU g and NIC n.
   LinkClass GpuNicLink(int g, int n) const;
-  // NIC closest to GPU g (best class, then RDMA before plain Ethernet, then lowest index); -1
-  // when the node has no NIC.
+  // The NIC GPU g sends through: RDMA-capable first (IB, RoCE, EFA), then the best PCI class,
+  // then the lowest index; -1 when the node has no NIC.
   int ClosestNic(int g) const;
-  // NIC closest to package p (one under that package, RDMA first), -1 when none.
+  // The NIC a CPU rank on package p sends through: RDMA first, then one under that package;
+  // -1 when none.
   int ClosestNicToPackage(int p) const;
   // GPUs closest to NIC n (every GPU at the best class).
   std::vector<int> ClosestGpus(int n) const;

@@ -115,7 +115,9 @@ TEST(TopologyExchangeTest, HeterogeneousNodesAgreeEverywhere) {
   ASSERT_TRUE(pcie.ok());
   auto alone = BuildLinkModel(JobLayout::Uniform(*pcie, 1, size - size / 2));
   ASSERT_TRUE(alone.ok());
-  if (size - size / 2 > 1) EXPECT_DOUBLE_EQ(links->intra_device.gbps, alone->intra_device.gbps);
+  if (size - size / 2 > 1) {
+    EXPECT_DOUBLE_EQ(links->intra_device.gbps, alone->intra_device.gbps);
+  }
   ExpectSameOnEveryRank(Derivation(*job), "derivation from two fixtures");
   AgreeOnFailure();
 }

@@ -191,25 +191,19 @@ TEST(LinkModel, NvlinkPairsEightRanksLimitedByTheInterconnect) {
 TEST(LinkModel, PcieGen4NicSharing) {
   const Topology& t = Load("pcie-gen4-2s-4gpu.xml");
   const LinkModel m = Build(JobLayout::Uniform(t, 1, 4));
-  // GPUs 0,1 share the HDR HCA on their switch; GPUs 2,3 take the E810 under their host bridge
-  // (PHB beats SYS to the HCA), and share it.
+  // RDMA first: all four GPUs send through the HDR HCA (GPU2/3 across the packages rather
+  // than through the E810, which has no RDMA), so four ranks share it.
   ASSERT_EQ(m.ranks.size(), 4u);
-  EXPECT_EQ(m.ranks[0].nic, 0);
-  EXPECT_EQ(m.ranks[1].nic, 0);
-  EXPECT_EQ(m.ranks[2].nic, 1);
-  EXPECT_EQ(m.ranks[3].nic, 1);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(m.ranks[r].nic, 0) << "rank " << r;
   const NodeLinks& n = m.nodes[0];
-  EXPECT_DOUBLE_EQ(n.nic_host[0].gbps, NicShare(200, 2));
-  EXPECT_DOUBLE_EQ(n.nic_host[1].gbps, NicShare(200, 2));
-  EXPECT_DOUBLE_EQ(n.nic_host[2].gbps, NicShare(100, 2));
-  EXPECT_EQ(n.nic_host[2].alpha_us, NicAlphaUs(NicKind::kEthernet));
-  EXPECT_DOUBLE_EQ(m.inter_host.gbps, NicShare(100, 2));
-  EXPECT_EQ(m.inter_host.alpha_us, NicAlphaUs(NicKind::kEthernet));
-  // GPU memory to the HCA on the same switch: GPUDirect. To the E810 (TCP, no RDMA): the data
-  // is staged through host memory whatever the PCI way.
+  for (int r = 0; r < 4; ++r) EXPECT_DOUBLE_EQ(n.nic_host[r].gbps, NicShare(200, 4));
+  EXPECT_EQ(n.nic_host[2].alpha_us, NicAlphaUs(NicKind::kInfiniBand));
+  EXPECT_DOUBLE_EQ(m.inter_host.gbps, NicShare(200, 4));
+  // GPU memory to the HCA on the same switch: GPUDirect. From GPU2 the HCA is across the
+  // packages (SYS): staged through host memory, one PCIe hop more.
   EXPECT_FALSE(Has(n.nic_device[0].basis, "staged")) << n.nic_device[0].basis;
   EXPECT_TRUE(Has(n.nic_device[2].basis, "staged")) << n.nic_device[2].basis;
-  EXPECT_DOUBLE_EQ(n.nic_device[2].alpha_us, NicAlphaUs(NicKind::kEthernet) + kPcieHopUs);
+  EXPECT_DOUBLE_EQ(n.nic_device[2].alpha_us, NicAlphaUs(NicKind::kInfiniBand) + kPcieHopUs);
   // GPU pairs across packages: PCIe at 24 GB/s, capped by AMD's 16 GB/s.
   EXPECT_EQ(m.intra_device.cls, LinkClass::kSys);
   EXPECT_DOUBLE_EQ(m.intra_device.gbps, InterconnectGbps("AuthenticAMD", ""));
@@ -222,8 +216,8 @@ TEST(LinkModel, RankToGpuIsLocalRankModuloGpus) {
   std::vector<int> gpus;
   for (const RankPlace& r : m.ranks) gpus.push_back(r.gpu);
   EXPECT_EQ(gpus, (std::vector<int>{0, 1, 2, 3, 0, 1}));
-  // Ranks 0,1,4,5 on the HCA now.
-  EXPECT_DOUBLE_EQ(m.nodes[0].nic_host[4].gbps, NicShare(200, 4));
+  // All six ranks on the HCA (RDMA first).
+  EXPECT_DOUBLE_EQ(m.nodes[0].nic_host[4].gbps, NicShare(200, 6));
 }
 
 // ---- cpu-2s.xml -----------------------------------------------------------------------------
@@ -243,13 +237,14 @@ TEST(LinkModel, Cpu2sTwoRanksCrossPackages) {
   EXPECT_DOUBLE_EQ(m.intra_host.gbps,
                    std::min(kShmGbps, InterconnectGbps(t.packages[0].cpu_vendor, "")));
   EXPECT_DOUBLE_EQ(m.intra_host.alpha_us, kShmAlphaUs + kCrossPackageExtraAlphaUs);
-  // Each rank takes its package's NIC: RoCE 25 GbE and X710 10 GbE; the X710 is slowest.
+  // RDMA first: both ranks take the RoCE 25 GbE port (package 0), not the X710 (10 GbE, no
+  // RDMA) of package 1, and share it.
   EXPECT_EQ(m.ranks[0].nic, 0);
-  EXPECT_EQ(m.ranks[1].nic, 1);
-  EXPECT_DOUBLE_EQ(m.nodes[0].nic_host[0].gbps, NicShare(25, 1));
+  EXPECT_EQ(m.ranks[1].nic, 0);
+  EXPECT_DOUBLE_EQ(m.nodes[0].nic_host[0].gbps, NicShare(25, 2));
   EXPECT_EQ(m.nodes[0].nic_host[0].alpha_us, NicAlphaUs(NicKind::kRoCE));
-  EXPECT_DOUBLE_EQ(m.inter_host.gbps, NicShare(10, 1));
-  EXPECT_EQ(m.inter_host.alpha_us, NicAlphaUs(NicKind::kEthernet));
+  EXPECT_DOUBLE_EQ(m.inter_host.gbps, NicShare(25, 2));
+  EXPECT_EQ(m.inter_host.alpha_us, NicAlphaUs(NicKind::kRoCE));
   EXPECT_EQ(m.cache_bytes, 2.0 * 28835840);
 }
 

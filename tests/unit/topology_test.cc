@@ -222,18 +222,17 @@ TEST(TopologyFixtures, PcieGen4) {
   EXPECT_EQ(t->GpuNicLink(2, 0), LinkClass::kSys);
   EXPECT_EQ(t->GpuNicLink(2, 1), LinkClass::kPhb);
   EXPECT_EQ(t->GpuNicLink(0, 1), LinkClass::kSys);
-  // Closest by class first: GPU0/1 -> the HCA (PIX); GPU2/3 -> the E810 (PHB beats SYS even
-  // though the E810 cannot do RDMA).
+  // RDMA first: every GPU sends through the HCA, GPU0/1 next to it (PIX), GPU2/3 across the
+  // packages (SYS) rather than through the E810, which has no RDMA (NCCL would use the HCA).
   EXPECT_EQ(t->ClosestNic(0), 0);
   EXPECT_EQ(t->ClosestNic(1), 0);
-  EXPECT_EQ(t->ClosestNic(2), 1);
-  EXPECT_EQ(t->ClosestNic(3), 1);
+  EXPECT_EQ(t->ClosestNic(2), 0);
+  EXPECT_EQ(t->ClosestNic(3), 0);
   EXPECT_EQ(t->ClosestGpus(0), (Ints{0, 1}));
   EXPECT_EQ(t->ClosestGpus(1), (Ints{2, 3}));
-  // Package 1 has only the E810 (score 1: on the package, no RDMA) against the HCA on
-  // package 0 (score 2): the E810.
+  // RDMA before locality: package 1's ranks use the HCA on package 0 too, not the E810.
   EXPECT_EQ(t->ClosestNicToPackage(0), 0);
-  EXPECT_EQ(t->ClosestNicToPackage(1), 1);
+  EXPECT_EQ(t->ClosestNicToPackage(1), 0);
   EXPECT_TRUE(t->notes.empty());
 }
 
@@ -327,9 +326,10 @@ TEST(TopologyFixtures, Cpu2s) {
     EXPECT_EQ(n.speed_source, "PCI id table");
     EXPECT_NEAR(n.pci.path_gbps, kGen3x8, 1e-4);
   }
-  // Each package's own NIC wins (on the package beats RDMA elsewhere).
+  // RDMA before locality: both packages' ranks use the RoCE ConnectX-4 Lx on package 0, not
+  // the X710 (no RDMA) on package 1.
   EXPECT_EQ(t->ClosestNicToPackage(0), 0);
-  EXPECT_EQ(t->ClosestNicToPackage(1), 1);
+  EXPECT_EQ(t->ClosestNicToPackage(1), 0);
   EXPECT_TRUE(t->ClosestGpus(0).empty());
   EXPECT_TRUE(t->notes.empty());
 }

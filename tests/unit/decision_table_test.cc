@@ -1,0 +1,172 @@
+// The selector's choices from a topology (issue 6 "Selection uses it"): fixture -> link model
+// -> cost model -> decision table, for host and device buffers. Every expected choice is
+// reasoned from the cost formulas (collectives/nccl/*.h, collectives/ALGORITHMS.md) and the
+// link defaults in a comment; the times that decide it are recomputed here from those
+// formulas, independently of the implementation.
+#include "collectives/decision_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "collectives/registry.h"
+#include "collectives/topology_cost.h"
+#include "tests/unit/topology_fixtures.h"
+#include "topology/link_defaults.h"
+
+namespace kolo {
+namespace {
+
+using testing_topology::Fixture;
+
+CostModel CostOf(const std::string& fixture, int nodes, int ranks_per_node) {
+  const auto& t = Fixture(fixture);
+  EXPECT_TRUE(t.ok()) << fixture;
+  if (!t.ok()) return CostModel();
+  auto links = BuildLinkModel(JobLayout::Uniform(*t, nodes, ranks_per_node));
+  EXPECT_TRUE(links.ok());
+  return links.ok() ? CostModelFromLinks(*links) : CostModel();
+}
+
+Decision At(const std::vector<Decision>& table, size_t bytes) {
+  for (const Decision& d : table) {
+    if (d.bytes == bytes) return d;
+  }
+  ADD_FAILURE() << "no row for " << bytes << " bytes";
+  return Decision();
+}
+
+constexpr size_t k8B = 8;
+constexpr size_t k128MiB = size_t{128} << 20;
+
+// 4 HGX H100 nodes x 8 GPUs, one 400 Gbit/s HCA per GPU:
+//   GPU-GPU: 18 NVLink4 links x 20.6 GB/s (NCCL's SM90 rate) = 370.8 GB/s, 0.5 us a hop;
+//   GPU-NIC: 400/8 x 0.96 = 48 GB/s each (not shared), 2 us (InfiniBand).
+// 128 MiB: the flat ring crosses a NIC at every step: 2 (31/32) n / 48 GB/s ~ 5.4 ms; the
+// hierarchical composition moves n/8 through each NIC: ~ 2 (7/8) n / 370.8 + 2 (3/4) (n/8) /
+// 48 ~ 1.2 ms -> nccl_hierarchical. 8 B: the tree's depth 2 (log2 4 x 2 us + 7 x 0.5 us) +
+// 6.6 = 21.6 us beats hierarchical's three NCCL start-ups (19.8 us) plus its hops, and the
+// ring's 62 steps of 2 us -> nccl_tree.
+TEST(DecisionTable, NvswitchNodesWithSlowerNicsPickHierarchicalForLargeMessages) {
+  const CostModel cost = CostOf("h100-nvswitch-8gpu.xml", 4, 8);
+  const double nv = 18 * NvlinkAchievableGbpsPerLink(4) * 1000;  // bytes per us
+  const double nic = 400.0 / 8 * kNicEfficiency * 1000;
+  EXPECT_NEAR(1 / cost.device_intra.beta_us, nv, 1e-6);
+  EXPECT_NEAR(1 / cost.device_inter.beta_us, nic, 1e-6);
+  const auto table = MakeDecisionTable(cost, 4, 8, MemoryKind::kCuda, DecisionSizes());
+
+  const double n = static_cast<double>(k128MiB);
+  const double hier = 3 * 6.6 + 2 * 7 * (kNvlinkHopUs + n / 8 / nv) +
+                      std::min(2 * 3 * (2.0 + n / 32 / nic), 2 * 2 * 2.0 + 2 * (n / 8) / nic);
+  const double ring = 6.6 + 2 * 31 * (2.0 + n / 32 / nic);
+  const Decision big = At(table, k128MiB);
+  EXPECT_EQ(big.best, "nccl_hierarchical");
+  EXPECT_NEAR(big.best_us, hier, 1e-6 * hier);
+  EXPECT_LT(hier * 3, ring);  // the margin the topology gives it, not a tie
+
+  const Decision small = At(table, k8B);
+  EXPECT_EQ(small.best, "nccl_tree");
+  EXPECT_NEAR(small.best_us, 6.6 + 2 * (2 * 2.0 + 7 * kNvlinkHopUs), 1e-3);
+  EXPECT_EQ(small.runner_up, "nccl_hierarchical");
+}
+
+// One PCIe node of 4 GPUs: NCCL's trees span nodes and hierarchical needs several, so the ring
+// is the only device candidate at every size; for host buffers one node means shared memory
+// (one barrier and a copy: far below rd's log2(4) = 2 shm point-to-point steps of 1 us).
+TEST(DecisionTable, OnePcieNodePicksTheRingOnDevicesAndSharedMemoryOnHosts) {
+  const CostModel cost = CostOf("pcie-gen4-2s-4gpu.xml", 1, 4);
+  for (const Decision& d : MakeDecisionTable(cost, 1, 4, MemoryKind::kCuda, DecisionSizes())) {
+    EXPECT_EQ(d.best, "nccl_ring") << d.bytes;
+    EXPECT_EQ(d.runner_up, "") << d.bytes;
+  }
+  const auto host = MakeDecisionTable(cost, 1, 4, MemoryKind::kHost, DecisionSizes());
+  EXPECT_EQ(At(host, k8B).best, "shm");
+  EXPECT_EQ(At(host, k8B).runner_up, "rd");
+}
+
+// 4 PCIe nodes x 4 ranks, host buffers, all four ranks of a node on the one 200 Gbit/s HCA:
+// 8 B by recursive doubling: log2(16) = 4 steps of alpha_IB = 2 us = 8 us; hierarchical pays
+// the same cross-node rd over 4 nodes (2 steps, 4 us) plus two shared-memory phases, which
+// cost more than the 4 us it saves here.
+TEST(DecisionTable, SmallHostMessagesAcrossNodesPickRecursiveDoubling) {
+  const CostModel cost = CostOf("pcie-gen4-2s-4gpu.xml", 4, 4);
+  EXPECT_DOUBLE_EQ(cost.inter.alpha_us, NicAlphaUs(NicKind::kInfiniBand));
+  const auto host = MakeDecisionTable(cost, 4, 4, MemoryKind::kHost, DecisionSizes());
+  const Decision d = At(host, k8B);
+  EXPECT_EQ(d.best, "rd");
+  EXPECT_NEAR(d.best_us, 4 * (2.0 + k8B * cost.inter.beta_us) + 4 * k8B * cost.gamma_us, 0.05);
+}
+
+// 4 CPU nodes x 8 ranks sharing one 25 GbE RoCE port: each rank's share is 25/8 x 0.96 / 8 =
+// 0.375 GB/s. Flat algorithms push ~2n per rank through it; hierarchical only ~2n/8 (the
+// cross step carries a slice per local rank) plus shared-memory phases at 5 GB/s, so it wins
+// from mid sizes on: at 128 MiB roughly 2(3/4)(n/8)/0.375 GB/s ~ 67 ms against > 500 ms.
+TEST(DecisionTable, CpuNodesBehindOneSlowPortPickHierarchical) {
+  const CostModel cost = CostOf("cpu-2s.xml", 4, 8);
+  EXPECT_NEAR(1 / cost.inter.beta_us, 25.0 / 8 * kNicEfficiency / 8 * 1000, 1e-6);
+  const auto host = MakeDecisionTable(cost, 4, 8, MemoryKind::kHost, DecisionSizes());
+  const Decision d = At(host, k128MiB);
+  EXPECT_EQ(d.best, "hierarchical");
+  EXPECT_LT(d.best_us, 0.5 * d.runner_up_us);
+  EXPECT_TRUE(MakeDecisionTable(cost, 4, 8, MemoryKind::kCuda, DecisionSizes())[0].best ==
+              "nccl_tree");  // device candidates are ranked even where there is no GPU
+}
+
+// busbw = bytes / time x 2(p-1)/p (nccl-tests), from the chosen time.
+TEST(DecisionTable, BusBandwidthFollowsNcclTests) {
+  const CostModel cost = CostOf("h100-nvswitch-8gpu.xml", 2, 8);
+  for (const Decision& d : MakeDecisionTable(cost, 2, 8, MemoryKind::kCuda, DecisionSizes())) {
+    EXPECT_NEAR(d.busbw_gbps, d.bytes / (d.best_us * 1000.0) * 2.0 * 15 / 16, 1e-9);
+  }
+  EXPECT_EQ(DecisionSizes().front(), 8u);
+  EXPECT_EQ(DecisionSizes().back(), size_t{1} << 30);
+}
+
+// Host and device candidates never mix: auto picks only algorithms of the input's memory kind,
+// and a forced algorithm of the other kind fails with the reason.
+TEST(DecisionTable, MemoryKindsDoNotMix) {
+  SelectionInput in = JobSelectionInput(1 << 20, 2, 4, MemoryKind::kCuda);
+  AllreduceSelector selector;
+  auto picked = selector.Select(in);
+  ASSERT_TRUE(picked.ok()) << picked.status().ToString();
+  EXPECT_EQ((*picked)->memory(), MemoryKind::kCuda);
+  in.memory = MemoryKind::kHost;
+  picked = selector.Select(in);
+  ASSERT_TRUE(picked.ok());
+  EXPECT_EQ((*picked)->memory(), MemoryKind::kHost);
+  AllreduceSelector forced("nccl_ring");
+  auto refused = forced.Select(in);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("runs on cuda buffers"), std::string::npos)
+      << refused.status().message();
+}
+
+// A tuning file read over the topology's model replaces only what it names: a calibration
+// (host figures) keeps the topology's device links.
+TEST(DecisionTable, TuningFileOverridesOnlyWhatItNames) {
+  const CostModel topo = CostOf("h100-nvswitch-8gpu.xml", 2, 8);
+  const std::string path = ::testing::TempDir() + "kolo_tuning_partial.json";
+  {
+    std::ofstream out(path);
+    out << R"({"intra": {"alpha_us": 0.7, "beta_us": 0.0002}})";
+  }
+  auto loaded = CostModel::Load(path, topo);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_DOUBLE_EQ(loaded->intra.alpha_us, 0.7);
+  EXPECT_DOUBLE_EQ(loaded->intra.beta_us, 0.0002);
+  EXPECT_DOUBLE_EQ(loaded->device_intra.beta_us, topo.device_intra.beta_us);
+  EXPECT_DOUBLE_EQ(loaded->inter.beta_us, topo.inter.beta_us);
+  EXPECT_NE(loaded->source.find("over topology"), std::string::npos) << loaded->source;
+  // What a calibration saves holds no device figure, so it cannot undo the topology's.
+  ASSERT_TRUE(loaded->Save(path).ok());
+  std::ifstream in(path);
+  const std::string saved((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(saved.find("device_"), std::string::npos) << saved;
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace kolo
