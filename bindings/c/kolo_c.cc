@@ -132,7 +132,7 @@ kolo::CostModel JobCostModel(MPI_Comm comm, const kolo::NodeMap& map, const kolo
   auto job = kolo::ExchangeTopologies(comm, map, config.topology_xml,
                                       !config.node_grouping.empty());
   if (!job.ok()) {
-    if (status->ok()) *status = kolo::Status(job.status()).AddContext("kolo_init");
+    if (status->ok()) *status = job.status();
     return kolo::CostModel();
   }
   if (!job->available) {

@@ -93,7 +93,7 @@ void Node(const Topology& t, int index, const std::vector<int>& ranks, std::stri
                    g.model.empty() ? "(model unknown)" : g.model.c_str(), g.pci.package,
                    g.pci.path_gbps,
                    sw >= 0 ? (", switch " + t.switches[sw].bus_id).c_str() : "",
-                   nic >= 0 ? (", closest NIC" + std::to_string(nic)).c_str() : "");
+                   nic >= 0 ? (", sends via NIC" + std::to_string(nic)).c_str() : "");
   }
   *out += Printf("  NICs: %zu\n", t.nics.size());
   for (size_t i = 0; i < t.nics.size(); ++i) {
