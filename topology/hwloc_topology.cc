@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "topology/link_defaults.h"
+#include "topology/nvml_links.h"
 
 namespace kolo {
 
@@ -430,7 +431,10 @@ StatusOr<Topology> DiscoverTopology() {
     return InternalError(std::string("hwloc_topology_load (this machine): ") +
                          std::strerror(errno));
   }
-  return Walker(t.get(), /*live=*/true).Run("hwloc (this machine)");
+  Topology topo = Walker(t.get(), /*live=*/true).Run("hwloc (this machine)");
+  // hwloc without its NVML plugin sees no NVLink; the driver's NVML can (a no-op without one).
+  FillNvlinkFromNvml(&topo);
+  return topo;
 }
 
 StatusOr<Topology> LoadTopologyXml(const std::string& path) {
