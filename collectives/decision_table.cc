@@ -11,27 +11,54 @@ std::vector<size_t> DecisionSizes() {
   return out;
 }
 
-SelectionInput JobSelectionInput(size_t bytes, int nodes, int ranks_per_node, MemoryKind memory) {
+JobShape JobShape::Uniform(int nodes, int ranks_per_node) {
+  JobShape s;
+  s.nodes = nodes;
+  s.ranks = nodes * ranks_per_node;
+  s.max_local = s.min_local = ranks_per_node;
+  return s;
+}
+
+std::string JobShape::Describe() const {
+  const std::string n = std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+  if (max_local == min_local) {
+    return n + " x " + std::to_string(max_local) + (max_local == 1 ? " rank" : " ranks");
+  }
+  return n + ", " + std::to_string(ranks) + " ranks (" + std::to_string(min_local) + " to " +
+         std::to_string(max_local) + " per node)";
+}
+
+SelectionInput JobSelectionInput(size_t bytes, const JobShape& shape, MemoryKind memory) {
   SelectionInput in;
   in.bytes = bytes;
   in.count = bytes / 4;
   in.dtype = DataType::kFloat32;
   in.op = ReduceOp::kSum;
   in.memory = memory;
-  in.ranks = nodes * ranks_per_node;
+  in.ranks = shape.ranks;
   in.backend = "mpi";
-  in.nodes = nodes;
-  in.max_local_size = in.min_local_size = ranks_per_node;
+  in.nodes = shape.nodes;
+  in.max_local_size = shape.max_local;
+  in.min_local_size = shape.min_local;
   in.has_node_context = true;
   in.shm_capable = true;
   return in;
 }
 
+SelectionInput JobSelectionInput(size_t bytes, int nodes, int ranks_per_node, MemoryKind memory) {
+  return JobSelectionInput(bytes, JobShape::Uniform(nodes, ranks_per_node), memory);
+}
+
 std::vector<Decision> MakeDecisionTable(const CostModel& cost, int nodes, int ranks_per_node,
+                                        MemoryKind memory, const std::vector<size_t>& sizes) {
+  return MakeDecisionTable(cost, JobShape::Uniform(nodes, ranks_per_node), memory, sizes);
+}
+
+std::vector<Decision> MakeDecisionTable(const CostModel& cost, const JobShape& shape,
                                         MemoryKind memory, const std::vector<size_t>& sizes) {
   AllreduceSelector selector("", cost);
   std::vector<Decision> out;
-  const int p = nodes * ranks_per_node;
+  const int p = shape.ranks;
   for (size_t bytes : sizes) {
     Decision d;
     d.bytes = bytes;
@@ -40,8 +67,7 @@ std::vector<Decision> MakeDecisionTable(const CostModel& cost, int nodes, int ra
     const AllreduceAlgorithm* second = nullptr;
     double best_us = 0, second_us = 0;
     // Ties go to the earlier entry, as in Select.
-    for (const auto& [algo, us] : selector.Rank(JobSelectionInput(bytes, nodes, ranks_per_node,
-                                                                  memory))) {
+    for (const auto& [algo, us] : selector.Rank(JobSelectionInput(bytes, shape, memory))) {
       if (us < 0) continue;
       if (!best || us < best_us) {
         second = best;

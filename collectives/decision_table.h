@@ -24,12 +24,26 @@ struct Decision {
   double runner_up_us = 0;
 };
 
+// How many ranks on how many nodes; nodes may hold different numbers of ranks.
+struct JobShape {
+  int nodes = 1;
+  int ranks = 1;
+  int max_local = 1;
+  int min_local = 1;
+  static JobShape Uniform(int nodes, int ranks_per_node);
+  // "4 nodes x 8 ranks" or "2 nodes, 3 ranks (1 to 2 per node)".
+  std::string Describe() const;
+};
+
 // 8 B, 64 B, ... x8 ... 1 GiB.
 std::vector<size_t> DecisionSizes();
 
 // The selection input of a float32 sum of `bytes` on that job shape.
+SelectionInput JobSelectionInput(size_t bytes, const JobShape& shape, MemoryKind memory);
 SelectionInput JobSelectionInput(size_t bytes, int nodes, int ranks_per_node, MemoryKind memory);
 
+std::vector<Decision> MakeDecisionTable(const CostModel& cost, const JobShape& shape,
+                                        MemoryKind memory, const std::vector<size_t>& sizes);
 std::vector<Decision> MakeDecisionTable(const CostModel& cost, int nodes, int ranks_per_node,
                                         MemoryKind memory, const std::vector<size_t>& sizes);
 

@@ -12,7 +12,9 @@ CostModel CostModelFromLinks(const LinkModel& links, const CostModel& base) {
   if (links.multi_node && links.inter_host.gbps > 0) m.inter = CostOf(links.inter_host);
   if (links.gpus) {
     if (links.intra_device.gbps > 0) m.device_intra = CostOf(links.intra_device);
-    if (links.inter_device.gbps > 0) m.device_inter = CostOf(links.inter_device);
+    if (links.multi_node && links.inter_device.gbps > 0) {
+      m.device_inter = CostOf(links.inter_device);
+    }
   }
   if (links.cache_bytes > 0) m.cache_bytes = links.cache_bytes;
   m.source = "topology (hwloc)";

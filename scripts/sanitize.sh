@@ -52,7 +52,7 @@ configure() {
 stage_address() {
   local dir="${KOLO_ROOT}/build-asan"
   configure "${dir}" -DKOLO_SANITIZE=address
-  kolo_build "${dir}" --target kolo_unit_tests kolo_mpi_tests kolo_algo_mpi_tests \
+  kolo_build "${dir}" --target kolo_unit_tests kolo_mpi_tests kolo_algo_mpi_tests kolo_topology_mpi_tests \
     kolo_mismatch_demo
   kolo_log "address: unit tests"
   kolo_run env UBSAN_OPTIONS=print_stacktrace=1 "${dir}/tests/kolo_unit_tests" --gtest_brief=1

@@ -7,6 +7,7 @@
 #include "topology/hwloc_topology.h"
 
 #include <hwloc.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -27,6 +28,7 @@ namespace {
 
 constexpr uint16_t kNvidia = 0x10de;
 constexpr uint16_t kAmd = 0x1002;
+constexpr double kMaxNvlinkGbps = 10000;
 using PciAttr = hwloc_obj_attr_u::hwloc_pcidev_attr_s;
 
 class HwlocTopology {
@@ -352,6 +354,7 @@ class Walker {
     std::vector<hwloc_distances_s*> mats(nr, nullptr);
     if (hwloc_distances_get_by_name(t_, "NVLinkBandwidth", &nr, mats.data(), 0) != 0) return;
     std::vector<std::vector<double>> direct(n_gpus, std::vector<double>(n_gpus, 0));
+    int implausible = 0;
     // gp_index of each NVSwitch -> per-GPU bandwidth to it (GB/s).
     std::map<uint64_t, std::vector<double>> to_switch;
     for (unsigned m = 0; m < nr; ++m) {
@@ -364,6 +367,13 @@ class Walker {
           if (gbps <= 0) continue;
           const int gi = GpuOf(topo, d->objs[i]);
           if (gi < 0) continue;
+          // Less than half a link or more than any NVLink domain carries (NVLink 5: 18 x 50
+          // GB/s per GPU; 10 TB/s leaves room) is not a link: a damaged matrix, said so.
+          const double per_link = NvlinkRawGbpsPerLink(topo.gpus[gi].nvlink_generation);
+          if (gbps < per_link / 2 || gbps > kMaxNvlinkGbps) {
+            ++implausible;
+            continue;
+          }
           const int gj = GpuOf(topo, d->objs[j]);
           if (gj >= 0 && gj != gi) {
             direct[gi][gj] = std::max(direct[gi][gj], gbps);
@@ -374,6 +384,11 @@ class Walker {
         }
       }
       hwloc_distances_release(t_, d);
+    }
+    if (implausible > 0) {
+      topo.notes.push_back(std::to_string(implausible) +
+                           " NVLinkBandwidth entries ignored: below half a link or above " +
+                           std::to_string(static_cast<int>(kMaxNvlinkGbps)) + " GB/s");
     }
     topo.nvswitch = !to_switch.empty();
     topo.nvlink_gbps.assign(n_gpus, std::vector<double>(n_gpus, 0));
@@ -409,6 +424,20 @@ class Walker {
   bool synthetic_package_ = false;
 };
 
+// SXM GPUs are joined by NVLink; an export without NVLinkBandwidth (hwloc without NVML, or
+// older than 2.5) shows them as PCIe peers. Say so, since the model then assumes PCIe.
+void NoteMissingNvlink(Topology* topo) {
+  if (!topo->nvlink_gbps.empty()) return;
+  std::string ids;
+  for (const Gpu& g : topo->gpus) {
+    if (IsSxmGpu(g.pci.vendor_id, g.pci.device_id)) ids += (ids.empty() ? "" : ", ") + g.pci.bus_id;
+  }
+  if (ids.empty()) return;
+  topo->notes.push_back("SXM GPUs (" + ids + ") have NVLink, but this topology has no "
+                        "NVLinkBandwidth (hwloc without its NVML plugin): GPU pairs are taken "
+                        "as PCIe");
+}
+
 Status PrepareFilters(hwloc_topology_t t) {
   // Every bridge is kept: switch ports are what group GPUs and NICs.
   if (hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL) != 0) {
@@ -434,18 +463,42 @@ StatusOr<Topology> DiscoverTopology() {
   Topology topo = Walker(t.get(), /*live=*/true).Run("hwloc (this machine)");
   // hwloc without its NVML plugin sees no NVLink; the driver's NVML can (a no-op without one).
   FillNvlinkFromNvml(&topo);
+  NoteMissingNvlink(&topo);
   return topo;
 }
 
 StatusOr<Topology> LoadTopologyXml(const std::string& path) {
   const std::string what = "hwloc XML '" + path + "'";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError(what + ": is a directory");
+  }
   std::ifstream in(path);
   if (!in) return NotFoundError(what + ": cannot open: " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
   const std::string body = text.str();
-  if (body.find("<topology") == std::string::npos) {
+  const size_t root = body.find("<topology");
+  if (root == std::string::npos) {
+    if (body.find("<system") != std::string::npos) {
+      return InvalidArgumentError(what + ": an NCCL topology file (NCCL_TOPO_FILE format), not "
+                                  "an hwloc export; kolo reads `lstopo --of xml` output");
+    }
     return InvalidArgumentError(what + ": not an hwloc topology export (no <topology> element)");
+  }
+  // hwloc 2.x drops every object after an XML comment inside the tree without an error
+  // (../shared/topologies/SOURCES.md, "Pitfalls"); lstopo never writes one, so refuse.
+  if (body.find("<!--", root) != std::string::npos) {
+    return InvalidArgumentError(what + ": contains XML comments inside <topology>, after which "
+                                "hwloc 2.x silently drops objects; remove them (lstopo never "
+                                "writes comments)");
+  }
+  const size_t version = body.find("version=\"", root);
+  if (version != std::string::npos && version < body.find('>', root) &&
+      body.compare(version + 9, 2, "3.") == 0) {
+    return InvalidArgumentError(what + ": an hwloc 3.x export (XML version 3.0); this hwloc "
+                                "reads versions 1.x and 2.x (export with hwloc 2: lstopo "
+                                "--of xml, or hwloc 3's --export-xml-flags v2)");
   }
   HwlocTopology t;
   if (hwloc_topology_init(t.ptr()) != 0) {
@@ -454,17 +507,11 @@ StatusOr<Topology> LoadTopologyXml(const std::string& path) {
   KOLO_RETURN_IF_ERROR(PrepareFilters(t.get()));
   if (hwloc_topology_set_xmlbuffer(t.get(), body.data(), static_cast<int>(body.size() + 1)) != 0 ||
       hwloc_topology_load(t.get()) != 0) {
-    return InvalidArgumentError(what + ": hwloc cannot parse it (malformed XML, or an export newer than the "
-                                "XML versions 1.x and 2.x this hwloc reads; hwloc's own message, "
-                                "if any, is on stderr)");
+    return InvalidArgumentError(what + ": hwloc cannot parse it (malformed XML; hwloc's own "
+                                "message, if any, is on stderr)");
   }
   Topology topo = Walker(t.get(), /*live=*/false).Run(path);
-  if (body.find("<!--") != std::string::npos) {
-    // hwloc 2.9 silently drops every object after an XML comment (../shared/topologies/
-    // SOURCES.md, "Pitfalls"): say so rather than trust a shortened tree.
-    topo.notes.push_back("the file contains XML comments; hwloc 2.x may have dropped the "
-                         "objects that follow one");
-  }
+  NoteMissingNvlink(&topo);
   return topo;
 }
 

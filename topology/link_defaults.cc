@@ -25,6 +25,17 @@ int NvlinkGeneration(uint16_t vendor_id, uint16_t device_id) {
   }
 }
 
+bool IsSxmGpu(uint16_t vendor_id, uint16_t device_id) {
+  if (vendor_id != kNvidia) return false;
+  switch (device_id) {
+    case 0x15f9: case 0x1db1: case 0x1db5: case 0x1db8: case 0x20b0: case 0x20b2:
+    case 0x2330: case 0x2335: case 0x2901:
+      return true;
+    default:
+      return false;
+  }
+}
+
 double NvlinkRawGbpsPerLink(int generation) {
   switch (generation) {
     case 1: return 20.0;

@@ -20,6 +20,11 @@ namespace kolo {
 // (0x20xx), 4 Hopper H100/H200 (0x23xx), 5 Blackwell B100/B200 (0x29xx); 0 = unknown or none.
 int NvlinkGeneration(uint16_t vendor_id, uint16_t device_id);
 
+// NVIDIA GPUs sold only as SXM/OAM modules, whose links between GPUs are NVLink by design:
+// P100 SXM2 (15f9), V100 SXM2/SXM3 (1db1, 1db5, 1db8), A100 SXM4 (20b0, 20b2), H100 SXM5
+// (2330), H200 SXM (2335), B200 (2901). Used to warn when an export shows them without NVLink.
+bool IsSxmGpu(uint16_t vendor_id, uint16_t device_id);
+
 // Datasheet rate of one link, GB/s per direction: NVLink 1.0 20, 2.0 25, 3.0 25, 4.0 25,
 // 5.0 50 (P100: 4 links 80 GB/s; V100: 6 links 150; A100: 12 links 300; H100: 18 links 450;
 // B200: 18 links 900). hwloc's NVLinkBandwidth reports the same per-link figures (in MB/s),

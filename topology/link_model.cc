@@ -190,6 +190,9 @@ StatusOr<LinkModel> BuildLinkModel(const JobLayout& job) {
       if (gpus > 0) {
         p.gpu = l % gpus;
         p.nic = t.ClosestNic(p.gpu);
+        // An unbound GPU rank is taken to run next to its GPU (what binding tools and NCCL's
+        // own CPU affinity do), not where block placement would put it.
+        if (bound < 0 && t.gpus[p.gpu].pci.package >= 0) p.package = t.gpus[p.gpu].pci.package;
       } else {
         p.nic = t.ClosestNicToPackage(p.package);
       }

@@ -4,10 +4,10 @@
 // topologies every rank received, the rank layout), so every rank builds the same model.
 //
 // Rank placement follows the conventions users launch with: a GPU rank drives GPU
-// local_rank % gpus (Horovod's torch.cuda.set_device(hvd.local_rank())); a CPU rank sits on the
-// package it is bound to, or, when unbound or unknown, ranks fill packages in blocks (local rank
-// l of L on P packages is on package l*P/L: two ranks on a 2-package node are taken to be on
-// different packages). Each rank uses the NIC closest to its GPU (by PCI class), or to its
+// local_rank % gpus (Horovod's torch.cuda.set_device(hvd.local_rank())) and, unless bound
+// elsewhere, runs on that GPU's package; a CPU rank sits on the package it is bound to, or,
+// when unbound or unknown, ranks fill packages in blocks (local rank l of L on P packages is on
+// package l*P/L: two ranks on a 2-package node are taken to be on different packages). Each rank uses the NIC closest to its GPU (by PCI class), or to its
 // package; ranks that share a NIC share its bandwidth.
 #ifndef KOLO_TOPOLOGY_LINK_MODEL_H_
 #define KOLO_TOPOLOGY_LINK_MODEL_H_

@@ -68,7 +68,9 @@ double Topology::NvlinkGbps(int a, int b) const {
 
 LinkClass Topology::GpuLink(int a, int b) const {
   if (a == b) return LinkClass::kSelf;
-  if (NvlinkGbps(a, b) > 0) return LinkClass::kNVLink;
+  const bool counted = !nvlink_links.empty() && a < static_cast<int>(nvlink_links.size()) &&
+                       b < static_cast<int>(nvlink_links[a].size());
+  if (NvlinkGbps(a, b) > 0 && (!counted || nvlink_links[a][b] > 0)) return LinkClass::kNVLink;
   return PciLink(gpus[a].pci, gpus[b].pci);
 }
 

@@ -27,6 +27,49 @@ PciPlace PlaceFrom(const Json& j) {
   return p;
 }
 
+// What the link model and kolo-topo index without checking: matrices of GPU x GPU, indices
+// of GPUs, NICs, packages and NUMA nodes in range.
+Status CheckShape(const Topology& t, const std::string& what) {
+  const size_t gpus = t.gpus.size();
+  auto bad = [&](const std::string& why) {
+    return InvalidArgumentError(what + ": inconsistent topology JSON: " + why);
+  };
+  if (!t.nvlink_gbps.empty() || !t.nvlink_links.empty()) {
+    if (t.nvlink_gbps.size() != gpus || t.nvlink_links.size() != gpus) {
+      return bad("the NVLink matrices must be " + std::to_string(gpus) + " x " +
+                 std::to_string(gpus));
+    }
+    for (size_t i = 0; i < gpus; ++i) {
+      if (t.nvlink_gbps[i].size() != gpus || t.nvlink_links[i].size() != gpus) {
+        return bad("NVLink matrix row " + std::to_string(i) + " is not " + std::to_string(gpus) +
+                   " long");
+      }
+    }
+  }
+  const int packages = static_cast<int>(t.packages.size());
+  const int numa = static_cast<int>(t.numa_nodes.size());
+  auto check_place = [&](const PciPlace& p, const std::string& name) -> Status {
+    if (p.package < -1 || p.package >= packages) return bad(name + " is on no known package");
+    if (p.numa < -1 || p.numa >= numa) return bad(name + " is on no known NUMA node");
+    return Status::OK();
+  };
+  for (const Gpu& g : t.gpus) KOLO_RETURN_IF_ERROR(check_place(g.pci, "GPU " + g.pci.bus_id));
+  for (const Nic& n : t.nics) KOLO_RETURN_IF_ERROR(check_place(n.pci, "NIC " + n.pci.bus_id));
+  for (const PcieSwitch& s : t.switches) {
+    for (int g : s.gpus) {
+      if (g < 0 || g >= static_cast<int>(gpus)) {
+        return bad("switch " + s.bus_id + " lists GPU " + std::to_string(g));
+      }
+    }
+    for (int n : s.nics) {
+      if (n < 0 || n >= static_cast<int>(t.nics.size())) {
+        return bad("switch " + s.bus_id + " lists NIC " + std::to_string(n));
+      }
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string TopologyToJson(const Topology& t, int indent) {
@@ -135,6 +178,7 @@ StatusOr<Topology> TopologyFromJson(const std::string& json, const std::string& 
   } catch (const Json::exception& e) {
     return InvalidArgumentError(what + ": malformed topology JSON: " + e.what());
   }
+  KOLO_RETURN_IF_ERROR(CheckShape(t, what));
   return t;
 }
 

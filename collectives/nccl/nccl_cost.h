@@ -3,6 +3,7 @@
 #ifndef KOLO_COLLECTIVES_NCCL_NCCL_COST_H_
 #define KOLO_COLLECTIVES_NCCL_NCCL_COST_H_
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -24,9 +25,18 @@ inline Status SupportsNcclInput(const SelectionInput& in, std::string_view name)
   return Status::OK();
 }
 
-// Which link bounds a step that spans nodes or stays inside one.
-inline const LinkCost& DeviceFlatLink(const SelectionInput& in) {
-  return in.nodes > 1 ? in.cost->device_inter : in.cost->device_intra;
+// Per byte of one step of NCCL's flat ring or tree: inside a node the GPU link; across nodes
+// the slower of the GPU link and the node's NICs together. NCCL runs one channel per NIC
+// (rail), so a ring's node-crossing edges use every NIC of the node at once: device_inter is
+// one GPU's share of its NIC, and the node's GPUs' shares add up to its NICs' bandwidth.
+inline double DeviceFlatBeta(const SelectionInput& in) {
+  if (in.nodes <= 1) return in.cost->device_intra.beta_us;
+  const double rails = in.cost->device_inter.beta_us / std::max(1, in.max_local_size);
+  return std::max(in.cost->device_intra.beta_us, rails);
+}
+// Start-up of one such step: the NIC's across nodes.
+inline double DeviceFlatAlpha(const SelectionInput& in) {
+  return in.nodes > 1 ? in.cost->device_inter.alpha_us : in.cost->device_intra.alpha_us;
 }
 
 inline double CeilLog2(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(n)); }

@@ -15,7 +15,7 @@ Status NcclTreeAllreduce::Supports(const SelectionInput& in) const {
 double NcclTreeAllreduce::EstimateMicros(const SelectionInput& in) const {
   const LinkCost& net = in.cost->device_inter;
   const LinkCost& gpu = in.cost->device_intra;
-  const double beta = std::max(net.beta_us, gpu.beta_us);
+  const double beta = DeviceFlatBeta(in);
   const double depth = CeilLog2(in.nodes) * net.alpha_us + (in.max_local_size - 1) * gpu.alpha_us;
   return kNcclCallUs + 2.0 * depth + 2.0 * static_cast<double>(in.bytes) * beta;
 }

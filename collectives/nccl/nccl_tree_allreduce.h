@@ -7,7 +7,8 @@
 // NIC carries about n bytes each way. Depth: ceil(log2 N) nodes plus the L-1 GPUs of a chain.
 //
 // Cost: T = c_nccl + 2 (ceil(log2 N) alpha_net + (L-1) alpha_gpu) + 2 n beta, with beta the
-// slower of device_inter and device_intra. Up and down are overlapped in NCCL, yet nccl-tests
+// slower of device_intra and the node's NICs together (device_inter / L: a channel per NIC,
+// as for the ring). Up and down are overlapped in NCCL, yet nccl-tests
 // show the tree at about the ring's bus bandwidth for large buffers, hence the 2 n. Only
 // across nodes: inside one node NCCL runs the chain, which is the ring's latency without its
 // bandwidth, so the ring is the candidate there.

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -42,35 +43,85 @@ Decision At(const std::vector<Decision>& table, size_t bytes) {
 constexpr size_t k8B = 8;
 constexpr size_t k128MiB = size_t{128} << 20;
 
-// 4 HGX H100 nodes x 8 GPUs, one 400 Gbit/s HCA per GPU:
-//   GPU-GPU: 18 NVLink4 links x 20.6 GB/s (NCCL's SM90 rate) = 370.8 GB/s, 0.5 us a hop;
-//   GPU-NIC: 400/8 x 0.96 = 48 GB/s each (not shared), 2 us (InfiniBand).
-// 128 MiB: the flat ring crosses a NIC at every step: 2 (31/32) n / 48 GB/s ~ 5.4 ms; the
-// hierarchical composition moves n/8 through each NIC: ~ 2 (7/8) n / 370.8 + 2 (3/4) (n/8) /
-// 48 ~ 1.2 ms -> nccl_hierarchical. 8 B: the tree's depth 2 (log2 4 x 2 us + 7 x 0.5 us) +
-// 6.6 = 21.6 us beats hierarchical's three NCCL start-ups (19.8 us) plus its hops, and the
-// ring's 62 steps of 2 us -> nccl_tree.
+CostModel CostOfTopology(const Topology& t, int nodes, int ranks_per_node) {
+  auto links = BuildLinkModel(JobLayout::Uniform(t, nodes, ranks_per_node));
+  EXPECT_TRUE(links.ok());
+  return links.ok() ? CostModelFromLinks(*links) : CostModel();
+}
+
+// The H100 fixture with only its first 400 Gbit/s port: NVSwitch nodes with a slow way out.
+Topology OnePortH100() {
+  const auto& full = Fixture("h100-nvswitch-8gpu.xml");
+  EXPECT_TRUE(full.ok());
+  Topology t = full.ok() ? *full : Topology();
+  t.nics.resize(1);
+  for (PcieSwitch& s : t.switches) {
+    s.nics.erase(std::remove_if(s.nics.begin(), s.nics.end(), [](int n) { return n >= 1; }),
+                 s.nics.end());
+  }
+  return t;
+}
+
+// Links of the H100 fixture: GPU-GPU 18 NVLink4 links x 20.6 GB/s (NCCL's SM90 rate) = 370.8
+// GB/s, 0.5 us a hop; one 400 Gbit/s port = 400/8 x 0.96 = 48 GB/s, 2 us (InfiniBand), 3 us
+// from a GPU on the other package (staged through host memory: one PCIe hop more).
+//
+// With one port per node, its 8 GPUs share it: 6 GB/s each. 2 nodes x 8, 128 MiB:
+//   flat ring: 2(15/16) n / min(370.8, 8 x 6 = 48 GB/s)              ~ 0.0391 us/B x n
+//   hierarchical: 2(7/8) n / 370.8 + 2(1/2)(n/8) / 6 GB/s            ~ 0.0256 us/B x n
+// -> nccl_hierarchical, by ~1.5x (the 2x bound of 2 nodes, less its in-node passes). At 8 B the
+// tree's 6.6 + 2 (log2 2 x 3 + 7 x 0.5) = 19.6 us beats hierarchical's three start-ups plus
+// its hops (> 19.8 us) and the ring's 30 steps of 3 us -> nccl_tree (alpha_net = 3 us, the
+// slowest GPU's).
 TEST(DecisionTable, NvswitchNodesWithSlowerNicsPickHierarchicalForLargeMessages) {
-  const CostModel cost = CostOf("h100-nvswitch-8gpu.xml", 4, 8);
+  const CostModel cost = CostOfTopology(OnePortH100(), 2, 8);
   const double nv = 18 * NvlinkAchievableGbpsPerLink(4) * 1000;  // bytes per us
-  const double nic = 400.0 / 8 * kNicEfficiency * 1000;
+  const double share = 400.0 / 8 * kNicEfficiency / 8 * 1000;
   EXPECT_NEAR(1 / cost.device_intra.beta_us, nv, 1e-6);
-  EXPECT_NEAR(1 / cost.device_inter.beta_us, nic, 1e-6);
-  const auto table = MakeDecisionTable(cost, 4, 8, MemoryKind::kCuda, DecisionSizes());
+  EXPECT_NEAR(1 / cost.device_inter.beta_us, share, 1e-6);
+  const double a = NicAlphaUs(NicKind::kInfiniBand) + kPcieHopUs;
+  EXPECT_DOUBLE_EQ(cost.device_inter.alpha_us, a);
+  const auto table = MakeDecisionTable(cost, 2, 8, MemoryKind::kCuda, DecisionSizes());
 
   const double n = static_cast<double>(k128MiB);
   const double hier = 3 * 6.6 + 2 * 7 * (kNvlinkHopUs + n / 8 / nv) +
-                      std::min(2 * 3 * (2.0 + n / 32 / nic), 2 * 2 * 2.0 + 2 * (n / 8) / nic);
-  const double ring = 6.6 + 2 * 31 * (2.0 + n / 32 / nic);
+                      std::min(2 * 1 * (a + n / 16 / share), 2 * 1 * a + 2 * (n / 8) / share);
+  const double ring = 6.6 + 2 * 15 * (a + n / 16 * std::max(1 / nv, 1 / (8 * share)));
   const Decision big = At(table, k128MiB);
   EXPECT_EQ(big.best, "nccl_hierarchical");
   EXPECT_NEAR(big.best_us, hier, 1e-6 * hier);
-  EXPECT_LT(hier * 3, ring);  // the margin the topology gives it, not a tie
+  EXPECT_EQ(big.runner_up, "nccl_ring");
+  EXPECT_NEAR(big.runner_up_us, ring, 1e-6 * ring);
+  EXPECT_LT(hier * 1.4, ring);  // the margin the topology gives it, not a tie
 
   const Decision small = At(table, k8B);
   EXPECT_EQ(small.best, "nccl_tree");
-  EXPECT_NEAR(small.best_us, 6.6 + 2 * (2 * 2.0 + 7 * kNvlinkHopUs), 1e-3);
-  EXPECT_EQ(small.runner_up, "nccl_hierarchical");
+  EXPECT_NEAR(small.best_us, 6.6 + 2 * (1 * a + 7 * kNvlinkHopUs), 1e-3);
+  // Still hierarchical at 4 nodes, by less ((31/32) / (3/4) at most).
+  const auto four = MakeDecisionTable(CostOfTopology(OnePortH100(), 4, 8), 4, 8,
+                                      MemoryKind::kCuda, DecisionSizes());
+  EXPECT_EQ(At(four, k128MiB).best, "nccl_hierarchical");
+}
+
+// The full fixture, a 400 Gbit/s port per GPU: the node's NICs together (8 x 48 = 384 GB/s)
+// are as fast as NVLink, so NCCL's ring, which runs a channel per port, moves 2(31/32) n at
+// 370.8 GB/s, and hierarchical only adds its in-node passes (2(7/8) n / 370.8 + 2(3/4) n / 384
+// ~ 1.65x the ring): it is never chosen from 2 MiB up. At 1 GiB the ring's 62 start-ups of
+// 2 us are paid off and its 2(31/32) n beats the tree's 2n -> nccl_ring, the tree runner-up.
+TEST(DecisionTable, RailOptimizedNvswitchNodesKeepNcclsFlatAlgorithms) {
+  const CostModel cost = CostOf("h100-nvswitch-8gpu.xml", 4, 8);
+  const auto table = MakeDecisionTable(cost, 4, 8, MemoryKind::kCuda, DecisionSizes());
+  for (const Decision& d : table) {
+    if (d.bytes >= (size_t{2} << 20)) {
+      EXPECT_NE(d.best, "nccl_hierarchical") << d.bytes;
+    }
+  }
+  const double nv = 18 * NvlinkAchievableGbpsPerLink(4) * 1000;
+  const double n = static_cast<double>(size_t{1} << 30);
+  const Decision big = At(table, size_t{1} << 30);
+  EXPECT_EQ(big.best, "nccl_ring");
+  EXPECT_NEAR(big.best_us, 6.6 + 2 * 31 * (2.0 + n / 32 / nv), 1e-3);
+  EXPECT_EQ(big.runner_up, "nccl_tree");
 }
 
 // One PCIe node of 4 GPUs: NCCL's trees span nodes and hierarchical needs several, so the ring

@@ -57,7 +57,7 @@ TEST(LinkModel, H100EightRanksOneNode) {
     EXPECT_EQ(m.ranks[r].local_rank, r);
     EXPECT_EQ(m.ranks[r].gpu, r);          // local_rank % 8
     EXPECT_EQ(m.ranks[r].nic, r);          // the HCA on the GPU's switch
-    EXPECT_EQ(m.ranks[r].package, r / 4);  // 8 ranks fill 2 packages in blocks
+    EXPECT_EQ(m.ranks[r].package, r / 4);  // each on its GPU's package: GPUs 0-3 on package 0
   }
   // Every GPU pair: 18 NVLink4 links through the switches (topology_test.cc derives the 18),
   // each at NCCL's achievable 20.6 GB/s.
@@ -144,9 +144,9 @@ TEST(LinkModel, NvlinkPairsTwoRanksUseTheBridge) {
   EXPECT_EQ(m.intra_device.nvlinks, 12);
   EXPECT_DOUBLE_EQ(m.intra_device.gbps, 12 * NvlinkAchievableGbpsPerLink(3));
   EXPECT_FALSE(Has(m.intra_device.basis, "NVSwitch")) << m.intra_device.basis;
-  // Two ranks on two packages (blocks of one): cross-package shm.
-  EXPECT_EQ(m.ranks[1].package, 1);
-  EXPECT_EQ(m.intra_host.cls, LinkClass::kSys);
+  // Unbound GPU ranks sit by their GPUs, both on package 0: shared memory in one package.
+  EXPECT_EQ(m.ranks[1].package, 0);
+  EXPECT_EQ(m.intra_host.cls, LinkClass::kShm);
 }
 
 TEST(LinkModel, NvlinkPairsFourRanksOnePackage) {

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,6 +24,11 @@
 
 namespace kolo::topo_tool {
 namespace {
+
+// The link model holds a matrix per node of ranks x ranks: 256 per node (two 128-core
+// packages) keeps it small; nodes cost nothing beyond two (see Describe).
+constexpr int kMaxNodes = 65536;
+constexpr int kMaxRanksPerNode = 256;
 
 struct Flags {
   std::string xml;
@@ -38,15 +44,14 @@ bool UnderMpirun() {
   return false;
 }
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "kolo-topo: %s\n", s.message().c_str());
+// Prints on rank 0 only (every rank fails alike) and returns exit status 2.
+int Fail(const Status& s, int rank = 0) {
+  if (rank == 0) std::fprintf(stderr, "kolo-topo: %s\n", s.message().c_str());
   return 2;
 }
 
 // The job from MPI: every node's topology, exchanged as kolo_init does.
-StatusOr<JobLayout> MpiJob(const Flags& f, int* rank) {
-  MPI_Init(nullptr, nullptr);
-  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+StatusOr<JobLayout> MpiJob(const Flags& f) {
   const char* grouping = std::getenv("KOLO_NODE_GROUPING");
   auto node = MakeMpiNodeContext(MPI_COMM_WORLD, grouping ? grouping : "", size_t{1} << 20);
   if (!node.ok()) return node.status();
@@ -56,16 +61,58 @@ StatusOr<JobLayout> MpiJob(const Flags& f, int* rank) {
   return job->layout;
 }
 
+JobShape ShapeOf(const JobLayout& job) {
+  std::vector<int> per_node(job.nodes.size(), 0);
+  for (int n : job.node_of_rank) ++per_node[n];
+  JobShape s;
+  s.nodes = static_cast<int>(job.nodes.size());
+  s.ranks = job.ranks();
+  s.max_local = *std::max_element(per_node.begin(), per_node.end());
+  s.min_local = *std::min_element(per_node.begin(), per_node.end());
+  return s;
+}
+
+// Everything after the job is known; `rank` only decides who prints.
+int Describe(const Flags& f, Report& r, int rank) {
+  if (f.nodes > 0 || f.ranks_per_node > 0) {
+    // A given shape: that many copies of (the first) node. Two copies describe the links of any
+    // number of identical nodes, so the link model is built on at most two.
+    r.shape_given = true;
+    const int nodes = f.nodes > 0 ? f.nodes : r.shape.nodes;
+    const int per_node = f.ranks_per_node > 0 ? f.ranks_per_node : r.shape.max_local;
+    r.shape = JobShape::Uniform(nodes, per_node);
+    r.job = JobLayout::Uniform(r.job.nodes.front(), std::min(nodes, 2), per_node);
+  }
+  auto links = BuildLinkModel(r.job);
+  if (!links.ok()) return Fail(links.status(), rank);
+  r.links = *links;
+  r.cost = CostModelFromLinks(r.links);
+  if (const char* tuning = std::getenv("KOLO_TUNING_FILE")) {
+    auto loaded = CostModel::Load(tuning, r.cost);
+    if (!loaded.ok()) return Fail(Status(loaded.status()).AddContext("KOLO_TUNING_FILE"), rank);
+    r.cost = *loaded;
+  }
+  const auto sizes = DecisionSizes();
+  r.host = MakeDecisionTable(r.cost, r.shape, MemoryKind::kHost, sizes);
+  if (r.links.gpus) r.device = MakeDecisionTable(r.cost, r.shape, MemoryKind::kCuda, sizes);
+  if (rank == 0) {
+    const std::string text = f.json ? JsonReport(r) : TextReport(r);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (f.json) std::fputc('\n', stdout);
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   Flags f;
   CLI::App app{"kolo-topo: the topology kolo detects and the all-reduce algorithm it would "
                "choose per message size"};
   app.add_option("--xml", f.xml, "read an hwloc XML export (lstopo --of xml) instead of this machine");
-  app.add_option("--nodes", f.nodes, "job shape for the decision table: nodes (default 1, or the "
-                 "running job's)")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--nodes", f.nodes, "job shape for the decision table: nodes, 1 to 65536 "
+                 "(default 1, or the running job's)")->check(CLI::Range(1, kMaxNodes));
   app.add_option("--ranks-per-node", f.ranks_per_node,
-                 "ranks per node (default: GPUs per node, else cores; or the running job's)")
-      ->check(CLI::Range(1, 1 << 20));
+                 "ranks per node, 1 to 256 (default: GPUs per node, else cores; or the running "
+                 "job's)")->check(CLI::Range(1, kMaxRanksPerNode));
   app.add_flag("--json", f.json, "print JSON for machines instead of text");
   try {
     app.parse(argc, argv);
@@ -77,55 +124,29 @@ int Main(int argc, char** argv) {
   }
 
   Report r;
-  int rank = 0;
-  const bool mpi = UnderMpirun();
-  if (mpi) {
-    auto job = MpiJob(f, &rank);
+  if (UnderMpirun()) {
+    MPI_Init(nullptr, nullptr);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    auto job = MpiJob(f);
+    int rc = 2;
     if (!job.ok()) {
-      const int rc = rank == 0 ? Fail(job.status()) : 2;
-      MPI_Finalize();
-      return rc;
+      rc = Fail(job.status(), rank);
+    } else {
+      r.job = *job;
+      r.shape = ShapeOf(r.job);
+      rc = Describe(f, r, rank);
     }
-    r.job = *job;
-    r.nodes = static_cast<int>(r.job.nodes.size());
-    r.ranks_per_node = 0;
-    for (int l : r.job.local_rank_of) r.ranks_per_node = std::max(r.ranks_per_node, l + 1);
-  } else {
-    auto topo = LoadTopology(f.xml);
-    if (!topo.ok()) return Fail(topo.status());
-    r.nodes = 1;
-    r.ranks_per_node = topo->gpus.empty() ? std::max(1, topo->cores)
+    MPI_Finalize();
+    return rc;
+  }
+  auto topo = LoadTopology(f.xml);
+  if (!topo.ok()) return Fail(topo.status());
+  const int per_node = topo->gpus.empty() ? std::max(1, std::min(topo->cores, kMaxRanksPerNode))
                                           : static_cast<int>(topo->gpus.size());
-    r.job = JobLayout::Uniform(*topo, 1, r.ranks_per_node);
-  }
-  if (f.nodes > 0 || f.ranks_per_node > 0) {
-    // A given shape: that many copies of (the first) node.
-    r.shape_given = true;
-    r.nodes = f.nodes > 0 ? f.nodes : r.nodes;
-    r.ranks_per_node = f.ranks_per_node > 0 ? f.ranks_per_node : r.ranks_per_node;
-    r.job = JobLayout::Uniform(r.job.nodes.front(), r.nodes, r.ranks_per_node);
-  }
-  auto links = BuildLinkModel(r.job);
-  if (!links.ok()) return Fail(links.status());
-  r.links = *links;
-  r.cost = CostModelFromLinks(r.links);
-  if (const char* tuning = std::getenv("KOLO_TUNING_FILE")) {
-    auto loaded = CostModel::Load(tuning, r.cost);
-    if (!loaded.ok()) return Fail(Status(loaded.status()).AddContext("KOLO_TUNING_FILE"));
-    r.cost = *loaded;
-  }
-  const auto sizes = DecisionSizes();
-  r.host = MakeDecisionTable(r.cost, r.nodes, r.ranks_per_node, MemoryKind::kHost, sizes);
-  if (r.links.gpus) {
-    r.device = MakeDecisionTable(r.cost, r.nodes, r.ranks_per_node, MemoryKind::kCuda, sizes);
-  }
-  if (rank == 0) {
-    const std::string text = f.json ? JsonReport(r) : TextReport(r);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    if (f.json) std::fputc('\n', stdout);
-  }
-  if (mpi) MPI_Finalize();
-  return 0;
+  r.shape = JobShape::Uniform(1, per_node);
+  r.job = JobLayout::Uniform(*topo, 1, per_node);
+  return Describe(f, r, 0);
 }
 
 }  // namespace

@@ -125,8 +125,8 @@ std::string CostLine(const char* what, const LinkCost& c) {
 }
 
 void Table(const Report& r, std::string* out) {
-  *out += Printf("decision table: all-reduce of float32 (sum), %d node(s) x %d rank(s) per node%s\n",
-                 r.nodes, r.ranks_per_node, r.shape_given ? " (given)" : "");
+  *out += "decision table: all-reduce of float32 (sum), " + r.shape.Describe() +
+          (r.shape_given ? " (given)" : "") + "\n";
   *out += Printf("  %-9s | %-13s %10s %9s  %-13s | %-17s %10s %9s  %-17s\n", "size",
                  "host: algo", "time us", "busbw", "runner-up", "device: algo", "time us",
                  "busbw", "runner-up");
@@ -181,13 +181,13 @@ std::string TextReport(const Report& r) {
     Node(r.job.nodes[n], static_cast<int>(n), nl ? nl->ranks : std::vector<int>{}, &out);
     // Identical nodes of a given shape: one is enough.
     if (r.shape_given) {
-      if (r.job.nodes.size() > 1) out += Printf("(and %zu more like it)\n", r.job.nodes.size() - 1);
+      if (r.shape.nodes > 1) out += Printf("(and %d more like it)\n", r.shape.nodes - 1);
       break;
     }
   }
-  out += Printf("\nlink model (%d rank(s), %s%s):\n", static_cast<int>(r.links.ranks.size()),
-                r.links.homogeneous ? "homogeneous" : "heterogeneous",
-                r.links.multi_node ? ", several nodes" : ", one node");
+  out += "\nlink model (" + r.shape.Describe() + ", " +
+         (r.links.homogeneous ? "homogeneous" : "heterogeneous") +
+         (r.job.simulated_nodes ? ", nodes simulated on one machine" : "") + "):\n";
   out += LinkLine("host, slowest pair of local ranks", r.links.intra_host);
   if (r.links.gpus) out += LinkLine("GPU, slowest pair of local ranks", r.links.intra_device);
   out += LinkLine("host, slowest rank's NIC share", r.links.inter_host);
@@ -223,8 +223,9 @@ std::string JsonReport(const Report& r) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const Topology& t : r.job.nodes) nodes.push_back(nlohmann::json::parse(TopologyToJson(t)));
   j["nodes"] = nodes;
-  j["job"] = {{"nodes", r.nodes}, {"ranks_per_node", r.ranks_per_node},
-              {"given", r.shape_given}};
+  j["job"] = {{"nodes", r.shape.nodes},         {"ranks", r.shape.ranks},
+              {"max_ranks_per_node", r.shape.max_local}, {"min_ranks_per_node", r.shape.min_local},
+              {"given", r.shape_given},          {"simulated_nodes", r.job.simulated_nodes}};
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankPlace& p : r.links.ranks) {
     ranks.push_back({{"node", p.node}, {"local_rank", p.local_rank}, {"package", p.package},

@@ -15,8 +15,7 @@ namespace kolo::topo_tool {
 
 struct Report {
   JobLayout job;               // the nodes' topologies and where ranks are
-  int nodes = 1;               // job shape of the decision table
-  int ranks_per_node = 1;
+  JobShape shape;              // job shape of the decision table
   bool shape_given = false;    // --nodes/--ranks-per-node, not the running job
   LinkModel links;
   CostModel cost;
