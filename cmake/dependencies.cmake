@@ -41,6 +41,19 @@ if(KOLO_WITH_CUDA AND NOT KOLO_WITH_NCCL STREQUAL "OFF")
 endif()
 kolo_resolve_option(KOLO_WITH_NCCL ${_kolo_nccl_found} "NCCL (nccl.h and libnccl)")
 
+# The device code (fusion/cuda/*.cu) is compiled whenever the toolkit is there, so CI builds and
+# links every GPU file; default architectures: Ampere (sm_80) and Hopper (sm_90) as machine code,
+# plus sm_90 PTX that newer GPUs JIT-compile.
+if(KOLO_WITH_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS "${CUDAToolkit_NVCC_EXECUTABLE}")
+    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+  endif()
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 80-real 90-real 90-virtual)
+  endif()
+  enable_language(CUDA)
+endif()
+
 set(_kolo_ucx_found FALSE)
 if(NOT KOLO_WITH_UCX STREQUAL "OFF")
   pkg_check_modules(UCX QUIET IMPORTED_TARGET ucx)

@@ -22,6 +22,10 @@ inline Status SupportsNcclInput(const SelectionInput& in, std::string_view name)
       in.op != ReduceOp::kProduct) {
     return UnimplementedError("NCCL has no such reduction");
   }
+  if (in.dtype == DataType::kInt16 || in.dtype == DataType::kUInt16 ||
+      in.dtype == DataType::kBool) {
+    return UnimplementedError("NCCL has no " + std::string(DataTypeName(in.dtype)));
+  }
   return Status::OK();
 }
 
@@ -40,14 +44,6 @@ inline double DeviceFlatAlpha(const SelectionInput& in) {
 }
 
 inline double CeilLog2(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(n)); }
-
-// kolo's NCCL path is issue 7's; until it lands the NCCL algorithms are ranked (kolo-topo's
-// decision table, the selector for device buffers) but cannot run.
-inline Status NcclNotBuilt(std::string_view name) {
-  return UnimplementedError(std::string(name) +
-                            ": kolo's NCCL path is not in this build yet (device buffers cannot "
-                            "be submitted); it is ranked by the cost model only");
-}
 
 }  // namespace kolo
 

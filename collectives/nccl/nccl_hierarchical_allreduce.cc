@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/nccl/nccl_cost.h"
+#include "collectives/nccl/nccl_run.h"
 
 namespace kolo {
 
@@ -12,6 +13,10 @@ Status NcclHierarchicalAllreduce::Supports(const SelectionInput& in) const {
   if (in.max_local_size < 2) return UnimplementedError("one GPU per node: nothing to do inside");
   if (in.max_local_size != in.min_local_size) {
     return UnimplementedError("nodes with different GPU counts (the slices would not line up)");
+  }
+  if (in.count % static_cast<size_t>(in.max_local_size) != 0) {
+    return UnimplementedError(std::to_string(in.count) + " elements do not divide among " +
+                              std::to_string(in.max_local_size) + " GPUs per node");
   }
   return Status::OK();
 }
@@ -28,8 +33,8 @@ double NcclHierarchicalAllreduce::EstimateMicros(const SelectionInput& in) const
   return 3 * kNcclCallUs + inside + std::min(ring, tree);
 }
 
-Status NcclHierarchicalAllreduce::Run(Communicator&, const AllreduceArgs&) {
-  return NcclNotBuilt(Name());
+Status NcclHierarchicalAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
+  return RunNcclHierarchicalAllreduce(comm, args);
 }
 
 }  // namespace kolo

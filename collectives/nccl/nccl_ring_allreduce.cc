@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/nccl/nccl_cost.h"
+#include "collectives/nccl/nccl_run.h"
 
 namespace kolo {
 
@@ -17,6 +18,8 @@ double NcclRingAllreduce::EstimateMicros(const SelectionInput& in) const {
   return kNcclCallUs + 2.0 * (p - 1) * (DeviceFlatAlpha(in) + chunk * DeviceFlatBeta(in));
 }
 
-Status NcclRingAllreduce::Run(Communicator&, const AllreduceArgs&) { return NcclNotBuilt(Name()); }
+Status NcclRingAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
+  return RunNcclAllreduce(comm, args);
+}
 
 }  // namespace kolo

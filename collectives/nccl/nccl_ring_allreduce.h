@@ -1,4 +1,6 @@
-// NCCL's ring all-reduce over every rank's GPU (ncclAllReduce with NCCL_ALGO=Ring).
+// NCCL's ring all-reduce over every rank's GPU. Run calls ncclAllReduce, where NCCL makes the
+// final choice of ring or tree (KOLO_NCCL_ALGO=Ring forces it, as NCCL_ALGO): the name is what
+// the cost model expects NCCL to run.
 //
 // Steps (Patarasuk & Yuan 2009; NCCL's ring): the buffer is cut into p chunks; in p-1
 // reduce-scatter steps rank r sends chunk (r - s) mod p to r+1 and adds the one it receives

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/nccl/nccl_cost.h"
+#include "collectives/nccl/nccl_run.h"
 
 namespace kolo {
 
@@ -20,6 +21,8 @@ double NcclTreeAllreduce::EstimateMicros(const SelectionInput& in) const {
   return kNcclCallUs + 2.0 * depth + 2.0 * static_cast<double>(in.bytes) * beta;
 }
 
-Status NcclTreeAllreduce::Run(Communicator&, const AllreduceArgs&) { return NcclNotBuilt(Name()); }
+Status NcclTreeAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
+  return RunNcclAllreduce(comm, args);
+}
 
 }  // namespace kolo

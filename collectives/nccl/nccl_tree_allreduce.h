@@ -1,4 +1,5 @@
-// NCCL's tree all-reduce (NCCL_ALGO=Tree): a chain through the GPUs of each node and two
+// NCCL's tree all-reduce (Run calls ncclAllReduce: NCCL makes the final choice, KOLO_NCCL_ALGO=
+// Tree forces it): a chain through the GPUs of each node and two
 // complementary binary trees across the nodes (Sanders, Speck & Traeff 2009, the double binary
 // tree; NCCL 2.4), each carrying half of the buffer.
 //

@@ -1,0 +1,31 @@
+// KOLO_CUDA_CALL: a CUDA runtime call whose failure returns a Status naming the call and CUDA's
+// error string (CONVENTIONS.md "Errors"). Only in files compiled with CUDA.
+#ifndef KOLO_COLLECTIVES_CUDA_CUDA_CALL_H_
+#define KOLO_COLLECTIVES_CUDA_CUDA_CALL_H_
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "base/status.h"
+
+namespace kolo {
+
+inline Status CudaError(cudaError_t e, const char* call) {
+  // The error is returned, not left sticky for the next unrelated call.
+  cudaGetLastError();
+  return InternalError(std::string(call) + " failed: " + cudaGetErrorName(e) + ": " +
+                       cudaGetErrorString(e));
+}
+
+}  // namespace kolo
+
+#define KOLO_CUDA_CALL(call)                                        \
+  do {                                                              \
+    const cudaError_t kolo_cuda_err_ = (call);                      \
+    if (kolo_cuda_err_ != cudaSuccess) {                            \
+      return ::kolo::CudaError(kolo_cuda_err_, #call);              \
+    }                                                               \
+  } while (0)
+
+#endif  // KOLO_COLLECTIVES_CUDA_CUDA_CALL_H_

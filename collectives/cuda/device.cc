@@ -1,0 +1,54 @@
+#include "collectives/cuda/device.h"
+
+#include "kolo/config.h"
+
+#if KOLO_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace kolo {
+
+bool CudaBuilt() { return KOLO_WITH_CUDA != 0; }
+
+#if KOLO_WITH_CUDA
+
+int CudaDeviceCount(std::string* reason) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    // Clears the sticky "last error" so later CUDA calls do not report this one.
+    cudaGetLastError();
+    if (reason) *reason = cudaGetErrorString(e);
+    return 0;
+  }
+  if (n == 0 && reason) *reason = "no CUDA device";
+  return n;
+}
+
+PointerKind ClassifyPointer(const void* p) {
+  PointerKind kind;
+  if (p == nullptr || CudaDeviceCount() == 0) return kind;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();
+    return kind;
+  }
+  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) {
+    kind.memory = MemoryKind::kCuda;
+    kind.device = attr.device;
+  }
+  return kind;
+}
+
+#else
+
+int CudaDeviceCount(std::string* reason) {
+  if (reason) *reason = "kolo was built without CUDA";
+  return 0;
+}
+
+PointerKind ClassifyPointer(const void*) { return PointerKind(); }
+
+#endif
+
+}  // namespace kolo

@@ -1,0 +1,32 @@
+// Where a buffer lives, and whether this process can use a GPU at all. Every call here fails
+// softly: on a machine without a GPU or driver, or in a build without CUDA, there are no
+// devices and every pointer is host memory, so the CPU paths never depend on CUDA. No CUDA
+// call is made before one of these functions is.
+#ifndef KOLO_COLLECTIVES_CUDA_DEVICE_H_
+#define KOLO_COLLECTIVES_CUDA_DEVICE_H_
+
+#include <string>
+
+#include "base/status.h"
+#include "collectives/algorithm.h"
+
+namespace kolo {
+
+// Whether this build has the CUDA path (KOLO_WITH_CUDA).
+bool CudaBuilt();
+
+// GPUs this process can use; 0 without a driver or device (why: *reason, when given).
+int CudaDeviceCount(std::string* reason = nullptr);
+
+struct PointerKind {
+  MemoryKind memory = MemoryKind::kHost;
+  int device = -1;  // the CUDA device of device (and managed) memory
+};
+
+// Host for ordinary and pinned host memory and whenever there is no device; kCuda with the
+// device ordinal for device and managed memory (cudaPointerGetAttributes).
+PointerKind ClassifyPointer(const void* p);
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_CUDA_DEVICE_H_

@@ -1,0 +1,129 @@
+#include "collectives/nccl/nccl_run.h"
+
+#include <cstdlib>
+
+#include "kolo/config.h"
+
+#if KOLO_WITH_NCCL
+#include "collectives/cuda/cuda_call.h"
+#include "collectives/cuda/device.h"
+#include "collectives/nccl/nccl_comm.h"
+#include "collectives/nccl/nccl_lib.h"
+#include "collectives/node_context.h"
+#endif
+
+namespace kolo {
+
+#if KOLO_WITH_NCCL
+
+namespace {
+
+bool NcclOp(ReduceOp op, ncclRedOp_t* out) {
+  switch (op) {
+    case ReduceOp::kSum: *out = ncclSum; return true;
+    case ReduceOp::kMin: *out = ncclMin; return true;
+    case ReduceOp::kMax: *out = ncclMax; return true;
+    case ReduceOp::kProduct: *out = ncclProd; return true;
+    default: return false;
+  }
+}
+
+// What every NCCL call here needs: the API, the buffers' device, NCCL's dtype and op, the
+// stream; with the device made current (restored by the caller's scope).
+struct Call {
+  const NcclApi* api = nullptr;
+  int device = -1;
+  ncclDataType_t dtype = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+  cudaStream_t stream = nullptr;
+};
+
+StatusOr<Call> Prepare(const AllreduceArgs& args, const char* what) {
+  Call c;
+  // NCCL_ALGO must be in the environment before NCCL reads it at its first communicator.
+  if (const char* algo = std::getenv("KOLO_NCCL_ALGO")) setenv("NCCL_ALGO", algo, 1);
+  KOLO_ASSIGN_OR_RETURN(c.api, Nccl());
+  const PointerKind in = ClassifyPointer(args.send);
+  const PointerKind out = ClassifyPointer(args.recv);
+  if (args.count > 0 && (out.memory != MemoryKind::kCuda || in.memory != MemoryKind::kCuda ||
+                         in.device != out.device)) {
+    return InvalidArgumentError(std::string(what) +
+                                ": the buffers must both be in the memory of one CUDA device");
+  }
+  c.device = out.device >= 0 ? out.device : 0;
+  if (!NcclDataType(args.dtype, &c.dtype)) {
+    return UnimplementedError(std::string(what) + ": NCCL has no " +
+                              std::string(DataTypeName(args.dtype)));
+  }
+  if (!NcclOp(args.op, &c.op)) return UnimplementedError(std::string(what) + ": no such NCCL op");
+  KOLO_ASSIGN_OR_RETURN(c.stream, KoloStream(c.device));
+  return c;
+}
+
+// Makes `device` current for the scope.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+}  // namespace
+
+Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args) {
+  KOLO_ASSIGN_OR_RETURN(Call c, Prepare(args, "ncclAllReduce"));
+  KOLO_ASSIGN_OR_RETURN(ncclComm_t nc, NcclCommFor(comm, c.device));
+  if (args.count == 0) return Status::OK();
+  DeviceScope scope(c.device);
+  KOLO_NCCL_CALL(c.api, AllReduce, args.send, args.recv, args.count, c.dtype, c.op, nc, c.stream);
+  return WaitForNccl(comm, c.device, c.stream, "ncclAllReduce");
+}
+
+Status RunNcclHierarchicalAllreduce(Communicator& comm, const AllreduceArgs& args) {
+  const NodeContext* node = comm.node();
+  if (node == nullptr || !node->local || !node->cross) {
+    return UnimplementedError("nccl_hierarchical: no node structure on this communicator");
+  }
+  Communicator& local = *node->local;
+  Communicator& cross = *node->cross;
+  const size_t l = static_cast<size_t>(local.Size());
+  if (args.count % l != 0) {
+    return UnimplementedError("nccl_hierarchical: " + std::to_string(args.count) +
+                              " elements do not divide among " + std::to_string(l) + " GPUs");
+  }
+  KOLO_ASSIGN_OR_RETURN(Call c, Prepare(args, "nccl_hierarchical"));
+  KOLO_ASSIGN_OR_RETURN(ncclComm_t lc, NcclCommFor(local, c.device));
+  KOLO_ASSIGN_OR_RETURN(ncclComm_t cc, NcclCommFor(cross, c.device));
+  if (args.count == 0) return Status::OK();
+  const size_t slice = args.count / l;
+  char* mine = static_cast<char*>(args.recv) +
+               static_cast<size_t>(local.Rank()) * slice * DataTypeSize(args.dtype);
+  DeviceScope scope(c.device);
+  // One stream orders the three phases; NCCL's in-place conventions: the slice sits at this
+  // rank's offset of the full buffer.
+  KOLO_NCCL_CALL(c.api, ReduceScatter, args.send, mine, slice, c.dtype, c.op, lc, c.stream);
+  KOLO_NCCL_CALL(c.api, AllReduce, mine, mine, slice, c.dtype, c.op, cc, c.stream);
+  KOLO_NCCL_CALL(c.api, AllGather, mine, args.recv, slice, c.dtype, lc, c.stream);
+  return WaitForNccl({&local, &cross}, c.device, c.stream, "nccl_hierarchical");
+}
+
+#else
+
+Status RunNcclAllreduce(Communicator&, const AllreduceArgs&) {
+  return UnimplementedError("kolo was built without NCCL (KOLO_WITH_NCCL=OFF)");
+}
+
+Status RunNcclHierarchicalAllreduce(Communicator&, const AllreduceArgs&) {
+  return UnimplementedError("kolo was built without NCCL (KOLO_WITH_NCCL=OFF)");
+}
+
+#endif
+
+}  // namespace kolo

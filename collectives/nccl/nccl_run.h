@@ -1,0 +1,21 @@
+// The NCCL algorithms' entry points (collectives/nccl/*_allreduce.cc call these). Built with
+// NCCL they run on the buffers' device through kolo's stream and wait for the result
+// (nccl_comm.h); built without, they fail with kUnimplemented saying so.
+#ifndef KOLO_COLLECTIVES_NCCL_NCCL_RUN_H_
+#define KOLO_COLLECTIVES_NCCL_NCCL_RUN_H_
+
+#include "collectives/algorithm.h"
+
+namespace kolo {
+
+// ncclAllReduce over all of comm's ranks (NCCL picks ring or tree itself; KOLO_NCCL_ALGO is
+// passed to NCCL as NCCL_ALGO before the first communicator is made).
+Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args);
+
+// ncclReduceScatter over comm.node()->local, ncclAllReduce of the slice over ->cross,
+// ncclAllGather over ->local; args.count must divide by the local size (Supports checks).
+Status RunNcclHierarchicalAllreduce(Communicator& comm, const AllreduceArgs& args);
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_NCCL_NCCL_RUN_H_

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The GPU check (issue 7): one prepared script for a machine with a GPU, e.g. the lent H200 (run
+# through the device tool as one command; nvcc and PyTorch are there, no network). It must end
+# in under 8 minutes and prints its summary table last.
+#   1. the device, as nvidia-smi sees it;
+#   2. a CUDA build for this GPU's architecture: the whole project (build-gpu/) when kolo's
+#      build dependencies are installed (MPI, hwloc, FlatBuffers, spdlog, GoogleTest, ...),
+#      then `ctest -L gpu`; and always the GPU parts alone, compiled with nvcc into
+#      kolo-gpu-check (needs only CUDA, and NCCL for its NCCL rows: nccl.h and libnccl.so.2
+#      from the toolkit or from the nvidia-nccl Python wheel that PyTorch brings);
+#   3. kolo-gpu-check (tests/gpu/gpu_check_main.cc): pack/unpack kernels against the host kernel,
+#      their bandwidth on the ResNet-50 layout against cudaMemcpy, NCCL through kolo on one rank
+#      against the raw ncclAllReduce;
+#   4. the table, also written to $OUT/gpu_check.md when $OUT is set (the device tool's folder)
+#      or build-gpu/gpu_check.md.
+# Results go to docs/benchmarks.md ("GPU"), with the card, driver and date.
+#
+# Usage: scripts/gpu_check.sh        Environment: KOLO_GPU_ARCH (e.g. 90; default: nvidia-smi's)
+set -uo pipefail
+# shellcheck source=scripts/env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "${KOLO_ROOT}"
+
+readonly started=$SECONDS
+readonly out_dir="${OUT:-${KOLO_ROOT}/build-gpu}"
+mkdir -p "${out_dir}" build-gpu
+readonly summary="${out_dir}/gpu_check.md"
+rows=()
+row() { rows+=("| $1 | $2 | $3 |"); }
+elapsed() { echo "$((SECONDS - started)) s"; }
+
+# ---- 1. the device --------------------------------------------------------------------------
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
+  row "GPU" "none" "nvidia-smi finds no GPU: nothing to check here"
+  device="none"
+else
+  device="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+  row "GPU" "found" "${device}, $(date -u +%Y-%m-%d)"
+fi
+arch="${KOLO_GPU_ARCH:-}"
+if [[ -z "${arch}" && "${device}" != "none" ]]; then
+  arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')"
+fi
+arch="${arch:-90}"
+
+# ---- 2a. the whole project, when its dependencies are here ----------------------------------
+full_build=no
+if command -v mpicc >/dev/null 2>&1 && pkg-config --exists hwloc 2>/dev/null &&
+    command -v flatc >/dev/null 2>&1; then
+  kolo_log "full build (build-gpu/, sm_${arch})"
+  if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKOLO_WITH_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="${arch}" -DKOLO_BUILD_BENCH=OFF \
+      "-DMPIEXEC_PREFLAGS=--oversubscribe" >build-gpu/configure.log 2>&1 &&
+      cmake --build build-gpu -j "$(nproc)" --target kolo_gpu_tests kolo-gpu-check \
+        >build-gpu/build.log 2>&1; then
+    full_build=yes
+    if ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 300 \
+        >build-gpu/ctest.log 2>&1; then
+      row "ctest -L gpu" "PASS" "$(grep -E 'tests passed' build-gpu/ctest.log | tail -1)"
+    else
+      row "ctest -L gpu" "FAIL" "$(grep -E 'tests passed|Failed' build-gpu/ctest.log | head -3 | tr '\n' ' ')"
+    fi
+  else
+    row "full build" "FAIL" "see build-gpu/configure.log, build-gpu/build.log"
+  fi
+else
+  row "full build" "skipped" "kolo's build dependencies (MPI, hwloc, FlatBuffers) are not installed here"
+fi
+
+# ---- 2b. the GPU parts alone, with nvcc -----------------------------------------------------
+check_bin=""
+if [[ "${full_build}" == yes ]]; then
+  check_bin="build-gpu/tests/kolo-gpu-check"
+elif command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  nccl_inc="" nccl_lib=""
+  for d in /usr/local/cuda/include /usr/include; do
+    [[ -f "${d}/nccl.h" ]] && nccl_inc="${d}" && break
+  done
+  py_nccl="$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)"
+  if [[ -z "${nccl_inc}" && -n "${py_nccl}" && -f "${py_nccl}/include/nccl.h" ]]; then
+    nccl_inc="${py_nccl}/include"
+  fi
+  [[ -n "${py_nccl}" && -d "${py_nccl}/lib" ]] && nccl_lib="${py_nccl}/lib"
+  with_nccl=0
+  [[ -n "${nccl_inc}" ]] && with_nccl=1
+  gen=build-gpu/min/generated
+  mkdir -p "${gen}/kolo"
+  printf '#define KOLO_WITH_CUDA 1\n#define KOLO_WITH_NCCL %s\n#define KOLO_WITH_UCX 0\n#define KOLO_VERSION_STRING "gpu-check"\n' \
+    "${with_nccl}" >"${gen}/kolo/config.h"
+  srcs=(base/status.cc base/dtype.cc collectives/reduce.cc collectives/reduce_half.cc
+    collectives/communicator.cc collectives/node_context.cc collectives/cuda/device.cc
+    collectives/nccl/nccl_run.cc fusion/cuda/device_pack.cu bench/models.cc
+    tests/gpu/gpu_check_main.cc)
+  ((with_nccl)) && srcs+=(collectives/nccl/nccl_lib.cc collectives/nccl/nccl_comm.cc)
+  kolo_log "nvcc build of kolo-gpu-check (sm_${arch}, NCCL ${with_nccl})"
+  if "${nvcc}" -std=c++17 -O2 -arch="sm_${arch}" -I. -I"${gen}" ${nccl_inc:+-I"${nccl_inc}"} \
+      "${srcs[@]}" -o build-gpu/min/kolo-gpu-check -ldl -lpthread >build-gpu/min/build.log 2>&1; then
+    check_bin="build-gpu/min/kolo-gpu-check"
+    row "nvcc build (GPU parts alone)" "OK" "sm_${arch}, NCCL headers: ${nccl_inc:-none}"
+  else
+    row "nvcc build (GPU parts alone)" "FAIL" "see build-gpu/min/build.log"
+  fi
+  [[ -n "${nccl_lib}" ]] && export LD_LIBRARY_PATH="${nccl_lib}:${LD_LIBRARY_PATH:-}"
+else
+  row "nvcc build" "skipped" "no nvcc"
+fi
+
+# ---- 3. kolo-gpu-check ----------------------------------------------------------------------
+check_table=""
+if [[ -n "${check_bin}" ]]; then
+  kolo_log "running ${check_bin}"
+  check_table="$(timeout 300 "${check_bin}" 2>build-gpu/gpu_check.stderr)"
+  rc=$?
+  row "kolo-gpu-check" "$([[ ${rc} == 0 ]] && echo PASS || echo "FAIL (${rc})")" "its rows below; stderr in build-gpu/gpu_check.stderr"
+fi
+row "not yet in this build" "-" "kolo-bench -d cuda and kolo.torch on CUDA tensors (the runtime's device path)"
+row "time" "$(elapsed)" "whole script"
+
+# ---- 4. the table, last ---------------------------------------------------------------------
+{
+  echo "## kolo GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), ${device}"
+  echo
+  echo "| step | result | detail |"
+  echo "| --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+  if [[ -n "${check_table}" ]]; then
+    echo
+    echo "${check_table}"
+  fi
+} >"${summary}"
+cat "${summary}"

@@ -1,0 +1,236 @@
+// The GPU path's tests (label `gpu`): the batched pack/unpack kernels against the host kernel
+// (collectives/reduce.h's ScaleCopy is the reference) and NCCL all-reduce through kolo's
+// algorithms. Each test that needs a device skips with the reason when there is none, so the
+// suite passes on CPU-only machines (CI) and does the real checks on a lent GPU
+// (scripts/gpu_check.sh). The soft "no device" behaviour itself is tested everywhere.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "collectives/cuda/device.h"
+#include "collectives/reduce.h"
+#include "collectives/registry.h"
+#include "fusion/cuda/device_pack.h"
+#include "kolo/config.h"
+#include "unit/thread_world.h"
+
+namespace kolo {
+namespace {
+
+#define KOLO_SKIP_WITHOUT_GPU()                                               \
+  do {                                                                        \
+    std::string why;                                                          \
+    if (CudaDeviceCount(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
+  } while (0)
+
+constexpr uint8_t kPoison = 0xA5;
+
+// Bytes that hold valid values of every dtype: small integers, or halves/floats from them.
+std::vector<uint8_t> Values(DataType dtype, size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> small(-50, 50);
+  const size_t size = DataTypeSize(dtype);
+  std::vector<uint8_t> out(count * size);
+  for (size_t i = 0; i < count; ++i) {
+    const int v = small(rng);
+    uint8_t* p = out.data() + i * size;
+    switch (dtype) {
+      case DataType::kFloat32: { float f = v * 0.37f; std::memcpy(p, &f, 4); break; }
+      case DataType::kFloat64: { double d = v * 0.37; std::memcpy(p, &d, 8); break; }
+      case DataType::kFloat16: { uint16_t h = FloatToHalf(v * 0.37f); std::memcpy(p, &h, 2); break; }
+      case DataType::kBFloat16: { uint16_t b = FloatToBFloat16(v * 0.37f); std::memcpy(p, &b, 2); break; }
+      case DataType::kBool: *p = static_cast<uint8_t>(v > 0); break;
+      default: {
+        const int64_t x = (dtype == DataType::kUInt8 || dtype == DataType::kUInt16) ? v + 50 : v;
+        std::memcpy(p, &x, size);  // little-endian: the low bytes are the value
+      }
+    }
+  }
+  return out;
+}
+
+const DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kUInt16,
+                               DataType::kInt16,   DataType::kInt32,   DataType::kInt64,
+                               DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                               DataType::kFloat64, DataType::kBool};
+
+TEST(GpuDevice, NoDeviceIsSoft) {
+  // On any machine: counting devices never throws or aborts, and host memory is host memory.
+  std::string why;
+  const int n = CudaDeviceCount(&why);
+  EXPECT_GE(n, 0);
+  if (n == 0) {
+    EXPECT_FALSE(why.empty());
+  }
+  std::vector<float> host(16);
+  EXPECT_EQ(ClassifyPointer(host.data()).memory, MemoryKind::kHost);
+  EXPECT_EQ(ClassifyPointer(nullptr).memory, MemoryKind::kHost);
+  EXPECT_EQ(CudaBuilt(), KOLO_WITH_CUDA != 0);
+}
+
+TEST(GpuDevice, ClassifiesDeviceMemory) {
+  KOLO_SKIP_WITHOUT_GPU();
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 256), cudaSuccess);
+  const PointerKind k = ClassifyPointer(d);
+  EXPECT_EQ(k.memory, MemoryKind::kCuda);
+  EXPECT_GE(k.device, 0);
+  void* pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, 256), cudaSuccess);
+  EXPECT_EQ(ClassifyPointer(pinned).memory, MemoryKind::kHost);
+  cudaFreeHost(pinned);
+  cudaFree(d);
+}
+
+// Pack tensors of sizes 0..65537 into one poisoned buffer with gaps, scaled, and back: every
+// element equals the host ScaleCopy of its input, every gap byte is still poison.
+TEST(GpuPack, EveryDtypeAndScaleMatchesTheHostKernel) {
+  KOLO_SKIP_WITHOUT_GPU();
+  const std::vector<size_t> counts = {0, 1, 7, 1000, 65537, 3, 4096};
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  for (DataType dtype : kAllDtypes) {
+    for (double scale : {1.0, 0.5, 3.0}) {
+      if (dtype == DataType::kBool && scale != 1.0) continue;
+      SCOPED_TRACE(std::string(DataTypeName(dtype)) + " x " + std::to_string(scale));
+      const size_t es = DataTypeSize(dtype);
+      std::vector<size_t> offsets;
+      size_t total = 0;
+      for (size_t c : counts) {
+        offsets.push_back(total);
+        total += c * es + 64;  // a 64-byte gap after each tensor stays poisoned
+      }
+      std::vector<void*> dev_in(counts.size(), nullptr), dev_out(counts.size(), nullptr);
+      std::vector<std::vector<uint8_t>> host_in(counts.size());
+      for (size_t i = 0; i < counts.size(); ++i) {
+        host_in[i] = Values(dtype, counts[i], static_cast<uint32_t>(i * 31 + 7));
+        ASSERT_EQ(cudaMalloc(&dev_in[i], counts[i] * es + 1), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dev_out[i], counts[i] * es + 1), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dev_in[i], host_in[i].data(), counts[i] * es,
+                             cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemset(dev_out[i], kPoison, counts[i] * es + 1), cudaSuccess);
+      }
+      void* fused = nullptr;
+      ASSERT_EQ(cudaMalloc(&fused, total), cudaSuccess);
+      ASSERT_EQ(cudaMemset(fused, kPoison, total), cudaSuccess);
+      std::vector<const void*> srcs(dev_in.begin(), dev_in.end());
+      ASSERT_TRUE(PackToFusion(srcs, counts, offsets, fused, dtype, scale, stream).ok());
+      ASSERT_TRUE(UnpackFromFusion(fused, offsets, dev_out, counts, dtype, scale, stream).ok());
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      std::vector<uint8_t> packed(total);
+      ASSERT_EQ(cudaMemcpy(packed.data(), fused, total, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < counts.size(); ++i) {
+        const size_t bytes = counts[i] * es;
+        std::vector<uint8_t> once(bytes), twice(bytes);
+        ASSERT_TRUE(ScaleCopy(once.data(), host_in[i].data(), counts[i], dtype, scale).ok());
+        ASSERT_TRUE(ScaleCopy(twice.data(), once.data(), counts[i], dtype, scale).ok());
+        EXPECT_EQ(0, std::memcmp(packed.data() + offsets[i], once.data(), bytes)) << "tensor " << i;
+        for (size_t g = 0; g < 64; ++g) {
+          ASSERT_EQ(packed[offsets[i] + bytes + g], kPoison) << "gap after tensor " << i;
+        }
+        std::vector<uint8_t> out(bytes + 1);
+        ASSERT_EQ(cudaMemcpy(out.data(), dev_out[i], bytes + 1, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        EXPECT_EQ(0, std::memcmp(out.data(), twice.data(), bytes)) << "unpacked tensor " << i;
+        EXPECT_EQ(out[bytes], kPoison) << "byte past tensor " << i;
+        cudaFree(dev_in[i]);
+        cudaFree(dev_out[i]);
+      }
+      cudaFree(fused);
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
+// More tensors than one launch's table (kMaxSegmentsPerLaunch): 300 tensors of 1..300 floats.
+TEST(GpuPack, ManyTensorsSpanSeveralLaunches) {
+  KOLO_SKIP_WITHOUT_GPU();
+  const int n = 300;
+  std::vector<size_t> counts, offsets;
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    counts.push_back(static_cast<size_t>(i + 1));
+    offsets.push_back(total * sizeof(float));
+    total += static_cast<size_t>(i + 1);
+  }
+  std::vector<float> host(total);
+  for (size_t i = 0; i < total; ++i) host[i] = static_cast<float>(i % 977) * 0.25f;
+  float* src = nullptr;
+  float* fused = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, total * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&fused, total * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(src, host.data(), total * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemset(fused, kPoison, total * sizeof(float)), cudaSuccess);
+  std::vector<const void*> tensors;
+  for (int i = 0; i < n; ++i) tensors.push_back(src + offsets[i] / sizeof(float));
+  ASSERT_TRUE(PackToFusion(tensors, counts, offsets, fused, DataType::kFloat32, 2.0, nullptr).ok());
+  std::vector<float> out(total);
+  ASSERT_EQ(cudaMemcpy(out.data(), fused, total * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (size_t i = 0; i < total; ++i) ASSERT_EQ(out[i], host[i] * 2.0f) << "element " << i;
+  cudaFree(src);
+  cudaFree(fused);
+}
+
+TEST(GpuPack, BoolRefusesAScale) {
+  KOLO_SKIP_WITHOUT_GPU();
+  void* a = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, 16), cudaSuccess);
+  Status s = BatchedScaleCopy({{a, a, 4}}, DataType::kBool, 2.0, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  cudaFree(a);
+}
+
+// NCCL all-reduce through kolo's algorithm on one rank (what one lent GPU allows): every dtype
+// and op NCCL has; the result of one rank is its input, and the call must go through NCCL
+// (communicator, stream, wait) without error.
+TEST(GpuNccl, OneRankAllreduceEveryDtypeAndOp) {
+  KOLO_SKIP_WITHOUT_GPU();
+  if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
+  testing::RunOnThreadWorld(1, [&](Communicator& comm) {
+    AllreduceSelector forced("nccl_ring");
+    AllreduceAlgorithm* algo = forced.Find("nccl_ring");
+    ASSERT_NE(algo, nullptr);
+    for (DataType dtype : kAllDtypes) {
+      if (dtype == DataType::kInt16 || dtype == DataType::kUInt16 || dtype == DataType::kBool) {
+        continue;  // NCCL has none of these (Supports says so)
+      }
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+        const size_t count = 4097, bytes = count * DataTypeSize(dtype);
+        std::vector<uint8_t> in = Values(dtype, count, 5);
+        void* d = nullptr;
+        ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(d, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+        AllreduceArgs args{d, d, count, dtype, op};
+        Status s = algo->Run(comm, args);
+        ASSERT_TRUE(s.ok()) << DataTypeName(dtype) << ": " << s.ToString();
+        std::vector<uint8_t> out(bytes);
+        ASSERT_EQ(cudaMemcpy(out.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(0, std::memcmp(out.data(), in.data(), bytes)) << DataTypeName(dtype);
+        cudaFree(d);
+      }
+    }
+  });
+}
+
+// Host buffers given to the NCCL path: a clear error, not a crash.
+TEST(GpuNccl, HostBuffersAreRefused) {
+  KOLO_SKIP_WITHOUT_GPU();
+  if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
+  testing::RunOnThreadWorld(1, [&](Communicator& comm) {
+    AllreduceSelector forced("nccl_ring");
+    std::vector<float> host(64, 1.0f);
+    AllreduceArgs args{host.data(), host.data(), host.size(), DataType::kFloat32, ReduceOp::kSum};
+    Status s = forced.Find("nccl_ring")->Run(comm, args);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  });
+}
+
+}  // namespace
+}  // namespace kolo
