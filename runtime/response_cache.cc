@@ -15,7 +15,8 @@ ResponseCache::ResponseCache(size_t capacity)
       slots_(capacity),
       hash_(capacity, 0),
       newer_(capacity, kNone),
-      older_(capacity, kNone) {
+      older_(capacity, kNone),
+      id_(capacity, -1) {
   free_.reserve(capacity);
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int>(i - 1));
   if (capacity == 0) return;
@@ -93,11 +94,34 @@ bool SameParameters(const Request& a, const Request& b) {
          a.group == b.group && a.group_size == b.group_size;
 }
 
-ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) const {
+void ResponseCache::Forget(int slot) {
+  if (id_[slot] >= 0) slot_of_id_[id_[slot]] = kNone;
+  id_[slot] = -1;
+}
+
+void ResponseCache::Remember(int slot, int32_t id) {
+  if (id_[slot] == id) return;
+  Forget(slot);
+  if (id < 0) return;
+  if (static_cast<size_t>(id) >= slot_of_id_.size()) slot_of_id_.resize(id + 1, kNone);
+  const int previous = slot_of_id_[id];  // a name that had this id before the queue reused it
+  if (previous != kNone) id_[previous] = -1;
+  slot_of_id_[id] = slot;
+  id_[slot] = id;
+}
+
+ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) {
   if (capacity_ == 0) return Lookup::kMiss;
-  int found;
-  Probe(NameHash(r.name), r.name, &found);
-  if (found == kNone) return Lookup::kMiss;
+  int found = kNone;
+  if (r.id >= 0 && static_cast<size_t>(r.id) < slot_of_id_.size()) {
+    const int s = slot_of_id_[r.id];
+    if (s != kNone && slots_[s].response.names[0] == r.name) found = s;
+  }
+  if (found == kNone) {
+    Probe(NameHash(r.name), r.name, &found);
+    if (found == kNone) return Lookup::kMiss;
+    Remember(found, r.id);
+  }
   *slot = found;
   return SameParameters(slots_[found].request, r) ? Lookup::kHit : Lookup::kStale;
 }
@@ -113,6 +137,7 @@ void ResponseCache::Erase(int slot) {
   if (!s.occupied) return;
   IndexErase(slot);
   Unlink(slot);
+  Forget(slot);
   s = Slot();
   --size_;
   free_.push_back(slot);
@@ -139,6 +164,7 @@ int ResponseCache::Put(const Response& single, const Request& mine,
   hash_[slot] = h;
   IndexInsert(slot);
   LinkFront(slot);
+  Remember(slot, mine.id);
   ++size_;
   return slot;
 }
