@@ -87,11 +87,26 @@ bool ResponseCache::Cacheable(const Request& r) {
   return false;
 }
 
+namespace {
+
+// Every hit of every cycle compares a shape of a few dimensions, usually no splits and no
+// group: an inline loop beats vector== and string==, which call memcmp even for these.
+bool SameDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool SameParameters(const Request& a, const Request& b) {
-  return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape &&
+  return a.op == b.op && a.dtype == b.dtype && SameDims(a.shape, b.shape) &&
          a.reduce_op == b.reduce_op && a.root == b.root && a.prescale == b.prescale &&
-         a.postscale == b.postscale && a.splits == b.splits && a.device == b.device &&
-         a.group == b.group && a.group_size == b.group_size;
+         a.postscale == b.postscale && SameDims(a.splits, b.splits) && a.device == b.device &&
+         a.group_size == b.group_size && a.group.size() == b.group.size() &&
+         (a.group.empty() || a.group == b.group);
 }
 
 void ResponseCache::Forget(int slot) {
