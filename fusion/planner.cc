@@ -44,6 +44,7 @@ void ResponseFuser::Opened() {
   const size_t rest = std::min<size_t>(expected_ - added_, threshold_bytes_ / first) + 1;
   group.names.reserve(rest);
   group.counts.reserve(rest);
+  if (!group.ids.empty()) group.ids.reserve(rest);
 }
 
 void ResponseFuser::Add(Response&& r) {
@@ -54,20 +55,34 @@ void ResponseFuser::Add(Response&& r) {
     if (opened) Opened();
     return;
   }
+  AddId(group, r.ids.size() == 1 ? r.ids[0] : -1);
   group->names.push_back(std::move(r.names[0]));
   group->counts.push_back(r.counts[0]);
 }
 
-void ResponseFuser::Add(const Response& r) {
+void ResponseFuser::Add(const Response& r, int32_t id) {
   bool opened;
   Response* group = GroupFor(r, &opened);
   if (!group) {
     out_.push_back(r);
+    Response& added = out_.back();
+    added.ids.clear();
+    if (id >= 0 && added.names.size() == 1) added.ids.push_back(id);
     if (opened) Opened();
     return;
   }
+  AddId(group, id);
   group->names.push_back(r.names[0]);
   group->counts.push_back(r.counts[0]);
+}
+
+void ResponseFuser::AddId(Response* group, int32_t id) {
+  // Called before the member's name is added: ids are complete iff as many as the names.
+  if (id >= 0 && group->ids.size() == group->names.size()) {
+    group->ids.push_back(id);
+  } else {
+    group->ids.clear();
+  }
 }
 
 std::vector<Response> ResponseFuser::Take() {

@@ -34,7 +34,9 @@ class ResponseFuser {
   ResponseFuser(int64_t threshold_bytes, int64_t direct_bytes, size_t expected = 0)
       : threshold_bytes_(threshold_bytes), direct_bytes_(direct_bytes), expected_(expected) {}
   void Add(Response&& r);
-  void Add(const Response& r);
+  // `id`: this rank's Request::id of r's one name (or -1). A group keeps its members' ids
+  // (Response::ids) while every member has one.
+  void Add(const Response& r, int32_t id = -1);
   std::vector<Response> Take();
 
  private:
@@ -53,6 +55,8 @@ class ResponseFuser {
   Response* GroupFor(const Response& r, bool* opened);
   // Called with the first member of a new group, just put in out_.
   void Opened();
+  // Adds a joining member's id to the group's, or drops the group's when either is missing.
+  static void AddId(Response* group, int32_t id);
 
   int64_t threshold_bytes_;
   int64_t direct_bytes_;

@@ -19,7 +19,8 @@ Controller::Controller(Communicator& control, ControllerOptions options)
       stall_(options.stall),
       cache_(options.cache_capacity > 0 ? static_cast<size_t>(options.cache_capacity) : 0),
       waiting_((cache_.capacity() + 63) / 64, 0),
-      since_(cache_.capacity()) {
+      since_(cache_.capacity()),
+      hit_id_(cache_.capacity(), -1) {
   cycle_time_ms_ = options_.cycle_time_ms;
   if (options_.autotune && control_.Rank() == kCoordinator) {
     tuner_ = std::make_unique<Autotuner>(
@@ -100,7 +101,7 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
     switch (lookup) {
       case ResponseCache::Lookup::kHit:
         ++stats_.cache_hits;
-        Hold(slot, start);
+        Hold(slot, start, r.id);
         break;
       case ResponseCache::Lookup::kStale:
         stale.push_back(slot);
@@ -140,7 +141,7 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   // their slots to other names.
   ResponseFuser fused(options_.fusion_threshold_bytes, options_.fusion_direct_bytes,
                       ready_slots_.size() + result.responses.size());
-  for (int slot : ready_slots_) fused.Add(cache_.response(slot));
+  for (int slot : ready_slots_) fused.Add(cache_.response(slot), hit_id_[slot]);
   if (any_slow) {
     if (cache_.enabled()) CacheResponses(result.responses, any_joined);
     for (Response& r : result.responses) {

@@ -100,17 +100,20 @@ class Controller {
   void MoveGroupsOfUncachedHits(std::vector<Request>* uncached);
 
   // The waiting hits, by slot. A hit's Request is the one its cache entry holds
-  // (ResponseCache::request), so only the time it arrived is kept.
+  // (ResponseCache::request), so only the time it arrived and its id are kept.
   bool Waiting(int slot) const { return (waiting_[slot / 64] >> (slot % 64)) & 1; }
-  void Hold(int slot, Clock::time_point since) {
+  void Hold(int slot, Clock::time_point since, int32_t id) {
     waiting_[slot / 64] |= uint64_t{1} << (slot % 64);
     since_[slot] = since;
+    hit_id_[slot] = id;
   }
   void Unhold(int slot) { waiting_[slot / 64] &= ~(uint64_t{1} << (slot % 64)); }
   // Unholds a hit that goes the slow way, with a copy of its Request (its entry stays put).
   Request Release(int slot) {
     Unhold(slot);
-    return cache_.request(slot);
+    Request r = cache_.request(slot);
+    r.id = hit_id_[slot];
+    return r;
   }
   // Calls f(slot) for each waiting hit, in slot order; f may Unhold(slot).
   template <typename F>
@@ -141,6 +144,7 @@ class Controller {
   // are cheap and in slot order.
   std::vector<uint64_t> waiting_;
   std::vector<Clock::time_point> since_;
+  std::vector<int32_t> hit_id_;  // per slot: the waiting hit's Request::id (execution uses it)
   // Per-cycle scratch, kept so that a cycle allocates nothing for them.
   std::vector<ResponseCache::Lookup> found_;
   std::vector<int> found_slots_;

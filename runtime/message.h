@@ -45,6 +45,10 @@ struct Request {
   // member's name) and size; the group is negotiated and executed all-or-nothing.
   std::string group;
   int32_t group_size = 0;
+  // This rank's id for `name` (TensorQueue::Add interns it), so that the background thread's
+  // per-tensor work indexes arrays instead of hashing names. Local to the rank: never on the
+  // wire, not a parameter (-1 = none: a refused Request, or one decoded from a peer).
+  int32_t id = -1;
 };
 
 struct RequestList {
@@ -90,6 +94,10 @@ struct Response {
   std::vector<int64_t> first_dims;  // allgather: first dimension of each rank's input
   // alltoall: every rank's splits, size x size row-major (row q: rows q sends to each rank).
   std::vector<int64_t> splits;
+  // This rank's Request ids of `names`, same order (Request::id), when every one is known
+  // (Responses served from the response cache); else empty, and execution looks names up.
+  // Local to the rank: never on the wire.
+  std::vector<int32_t> ids;
 };
 
 struct ResponseList {

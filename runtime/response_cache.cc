@@ -15,7 +15,8 @@ ResponseCache::ResponseCache(size_t capacity)
       slots_(capacity),
       hash_(capacity, 0),
       newer_(capacity, kNone),
-      older_(capacity, kNone) {
+      older_(capacity, kNone),
+      id_(capacity, -1) {
   free_.reserve(capacity);
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int>(i - 1));
   if (capacity == 0) return;
@@ -86,18 +87,56 @@ bool ResponseCache::Cacheable(const Request& r) {
   return false;
 }
 
-bool SameParameters(const Request& a, const Request& b) {
-  return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape &&
-         a.reduce_op == b.reduce_op && a.root == b.root && a.prescale == b.prescale &&
-         a.postscale == b.postscale && a.splits == b.splits && a.device == b.device &&
-         a.group == b.group && a.group_size == b.group_size;
+namespace {
+
+// Every hit of every cycle compares a shape of a few dimensions, usually no splits and no
+// group: an inline loop beats vector== and string==, which call memcmp even for these.
+bool SameDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 
-ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) const {
+}  // namespace
+
+bool SameParameters(const Request& a, const Request& b) {
+  return a.op == b.op && a.dtype == b.dtype && SameDims(a.shape, b.shape) &&
+         a.reduce_op == b.reduce_op && a.root == b.root && a.prescale == b.prescale &&
+         a.postscale == b.postscale && SameDims(a.splits, b.splits) && a.device == b.device &&
+         a.group_size == b.group_size && a.group.size() == b.group.size() &&
+         (a.group.empty() || a.group == b.group);
+}
+
+void ResponseCache::Forget(int slot) {
+  if (id_[slot] >= 0) slot_of_id_[id_[slot]] = kNone;
+  id_[slot] = -1;
+}
+
+void ResponseCache::Remember(int slot, int32_t id) {
+  if (id_[slot] == id) return;
+  Forget(slot);
+  if (id < 0) return;
+  if (static_cast<size_t>(id) >= slot_of_id_.size()) slot_of_id_.resize(id + 1, kNone);
+  const int previous = slot_of_id_[id];  // a name that had this id before the queue reused it
+  if (previous != kNone) id_[previous] = -1;
+  slot_of_id_[id] = slot;
+  id_[slot] = id;
+}
+
+ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) {
   if (capacity_ == 0) return Lookup::kMiss;
-  int found;
-  Probe(NameHash(r.name), r.name, &found);
-  if (found == kNone) return Lookup::kMiss;
+  int found = kNone;
+  if (r.id >= 0 && static_cast<size_t>(r.id) < slot_of_id_.size()) {
+    const int s = slot_of_id_[r.id];
+    if (s != kNone && slots_[s].response.names[0] == r.name) found = s;
+  }
+  if (found == kNone) {
+    Probe(NameHash(r.name), r.name, &found);
+    if (found == kNone) return Lookup::kMiss;
+    Remember(found, r.id);
+  }
   *slot = found;
   return SameParameters(slots_[found].request, r) ? Lookup::kHit : Lookup::kStale;
 }
@@ -113,6 +152,7 @@ void ResponseCache::Erase(int slot) {
   if (!s.occupied) return;
   IndexErase(slot);
   Unlink(slot);
+  Forget(slot);
   s = Slot();
   --size_;
   free_.push_back(slot);
@@ -139,6 +179,7 @@ int ResponseCache::Put(const Response& single, const Request& mine,
   hash_[slot] = h;
   IndexInsert(slot);
   LinkFront(slot);
+  Remember(slot, mine.id);
   ++size_;
   return slot;
 }

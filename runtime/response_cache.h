@@ -16,7 +16,10 @@
 // rather than node containers: the name index is an open-addressing table of slot numbers
 // (linear probing, at most half full, backward-shift deletion) that compares a slot's stored
 // hash before its name, and the LRU order is a doubly linked list threaded through two int
-// arrays.
+// arrays. A Request carrying this rank's id of its name (Request::id, TensorQueue) is found
+// without hashing: each slot remembers the id its name last came with, and an array over ids
+// points back at the slot (checked against the name, since the queue reuses the ids of names
+// it has dropped).
 #ifndef KOLO_RUNTIME_RESPONSE_CACHE_H_
 #define KOLO_RUNTIME_RESPONSE_CACHE_H_
 
@@ -47,8 +50,9 @@ class ResponseCache {
   // allreduce, allgather, broadcast, reducescatter, alltoall; never a refused Request.
   static bool Cacheable(const Request& r);
 
-  // Looks `r` up by name; *slot is set for kHit and kStale.
-  Lookup Find(const Request& r, int* slot) const;
+  // Looks `r` up by id, else by name (then remembering the id); *slot is set for kHit and
+  // kStale.
+  Lookup Find(const Request& r, int* slot);
   const Response& response(int slot) const { return slots_[slot].response; }
   const std::string& name(int slot) const { return slots_[slot].response.names[0]; }
   // This rank's Request for the slot's name: every field equals that of a submission that hits
@@ -77,6 +81,9 @@ class ResponseCache {
   // The index position holding `slot`'s name, or of the empty cell where a name of hash `h`
   // would go (Find by name: `name` non-null).
   size_t Probe(uint64_t h, const std::string& name, int* slot) const;
+  // Points r.id (when >= 0) at `slot`, dropping the slot's previous id.
+  void Remember(int slot, int32_t id);
+  void Forget(int slot);
   void IndexInsert(int slot);
   void IndexErase(int slot);
   void Unlink(int slot);
@@ -89,6 +96,8 @@ class ResponseCache {
   std::vector<int> index_;      // open addressing: slot numbers or kNone; a power of two long
   size_t mask_ = 0;
   std::vector<int> newer_, older_;  // per slot: LRU neighbours (kNone at the ends)
+  std::vector<int32_t> id_;         // per slot: the id its name last came with, or -1
+  std::vector<int> slot_of_id_;     // by id: the slot whose id_ it is, or kNone
   int newest_ = kNone, oldest_ = kNone;
   std::vector<int> free_;  // free slots, lowest last
 };

@@ -433,8 +433,11 @@ void Runtime::Execute(const Response& response) {
   }
   std::vector<TensorEntry> entries;
   entries.reserve(response.names.size());
-  for (const std::string& name : response.names) {
-    TensorEntry e = queue_.Take(name);
+  // Responses served from the cache carry this rank's ids of their names: no hashing.
+  const bool by_id = response.ids.size() == response.names.size();
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    const std::string& name = response.names[i];
+    TensorEntry e = by_id ? queue_.Take(response.ids[i], name) : queue_.Take(name);
     if (!e.handle && joined &&
         (response.type == ResponseType::kAllreduce || response.type == ResponseType::kBarrier)) {
       e.request.name = name;  // no handle: this rank takes part with the identity
@@ -549,7 +552,7 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
 
 void Runtime::Finish(TensorEntry& entry, Status status) {
   timeline_.TensorFinished(entry.request, status);
-  queue_.Release(entry.request.name);
+  queue_.Release(entry.request);
   entry.handle->Complete(std::move(status));
 }
 

@@ -2,18 +2,61 @@
 
 namespace kolo {
 
+int32_t TensorQueue::Intern(const std::string& name) {
+  auto [it, added] = ids_.try_emplace(name, 0);
+  if (!added) return it->second;
+  int32_t id;
+  if (free_ids_.empty()) {
+    id = static_cast<int32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  }
+  it->second = id;
+  return id;
+}
+
+void TensorQueue::ReleaseId(int32_t id) {
+  Slot& s = slots_[id];
+  if (!s.in_flight) return;
+  s.in_flight = false;
+  s.taken = false;
+  s.entry = TensorEntry{};
+  --in_flight_;
+  // Sweep when idle names are both many and the majority: each sweep then drops at least as
+  // many names as it visits twice over, so its cost is spread over the releases that made them.
+  const size_t idle = ids_.size() - in_flight_;
+  if (idle <= kMaxIdleNames || idle <= in_flight_) return;
+  for (auto it = ids_.begin(); it != ids_.end();) {
+    if (slots_[it->second].in_flight) {
+      ++it;
+      continue;
+    }
+    free_ids_.push_back(it->second);
+    it = ids_.erase(it);
+  }
+}
+
+std::string TensorQueue::InFlightError(const Request& r) const {
+  return std::string(OpTypeName(r.op)) + " '" + r.name +
+         "': a tensor with this name is already in flight on rank " + std::to_string(r.rank);
+}
+
 Status TensorQueue::Add(TensorEntry entry) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return FailedPreconditionError(closed_reason_);
-  const std::string& name = entry.request.name;
-  if (table_.count(name)) {
-    return InvalidArgumentError(std::string(OpTypeName(entry.request.op)) + " '" + name +
-                                "': a tensor with this name is already in flight on rank " +
-                                std::to_string(entry.request.rank) +
+  const int32_t id = Intern(entry.request.name);
+  Slot& s = slots_[id];
+  if (s.in_flight) {
+    return InvalidArgumentError(InFlightError(entry.request) +
                                 "; wait for it before reusing the name");
   }
+  entry.request.id = id;
   new_requests_.push_back(entry.request);
-  table_.emplace(name, std::move(entry));
+  s.in_flight = true;
+  s.entry = std::move(entry);
+  ++in_flight_;
   return Status::OK();
 }
 
@@ -24,24 +67,29 @@ Status TensorQueue::AddGroup(std::vector<TensorEntry> entries) {
     const Request& r = entries[i].request;
     bool repeated = false;
     for (size_t j = 0; j < i; ++j) repeated = repeated || entries[j].request.name == r.name;
-    if (table_.count(r.name) || repeated) {
-      return InvalidArgumentError(std::string(OpTypeName(r.op)) + " '" + r.name + "': " +
-                                  (repeated ? "named twice in one group"
-                                            : "a tensor with this name is already in flight on "
-                                              "rank " + std::to_string(r.rank)) +
-                                  "; the group was not submitted");
+    auto it = ids_.find(r.name);
+    const bool in_flight = it != ids_.end() && slots_[it->second].in_flight;
+    if (in_flight || repeated) {
+      return InvalidArgumentError(
+          (repeated ? std::string(OpTypeName(r.op)) + " '" + r.name + "': named twice in one group"
+                    : InFlightError(r)) +
+          "; the group was not submitted");
     }
   }
   for (TensorEntry& e : entries) {
+    const int32_t id = Intern(e.request.name);
+    e.request.id = id;
     new_requests_.push_back(e.request);
-    std::string name = e.request.name;
-    table_.emplace(std::move(name), std::move(e));
+    slots_[id].in_flight = true;
+    slots_[id].entry = std::move(e);
+    ++in_flight_;
   }
   return Status::OK();
 }
 
 void TensorQueue::AddRefused(Request request) {
   std::lock_guard<std::mutex> lock(mu_);
+  request.id = -1;
   if (!closed_) new_requests_.push_back(std::move(request));
 }
 
@@ -59,16 +107,46 @@ bool TensorQueue::HasNewRequests() {
 
 TensorEntry TensorQueue::Take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = table_.find(name);
-  if (it == table_.end()) return TensorEntry{};
-  TensorEntry e = std::move(it->second);
-  it->second.handle = nullptr;  // the reservation
-  return e;
+  auto it = ids_.find(name);
+  if (it == ids_.end()) return TensorEntry{};
+  Slot& s = slots_[it->second];
+  if (!s.in_flight || s.taken) return TensorEntry{};
+  s.taken = true;
+  return std::move(s.entry);
+}
+
+TensorEntry TensorQueue::Take(int32_t id, const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (id >= 0 && static_cast<size_t>(id) < slots_.size()) {
+      Slot& s = slots_[id];
+      if (s.in_flight && !s.taken && s.entry.request.name == name) {
+        s.taken = true;
+        return std::move(s.entry);
+      }
+    }
+  }
+  return Take(name);
+}
+
+void TensorQueue::Release(const Request& request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int32_t id = request.id;
+    if (id >= 0 && static_cast<size_t>(id) < slots_.size() && slots_[id].taken) {
+      // The id is the one Add gave this entry, and a name in flight keeps its id (a sweep
+      // drops only names not in flight), so the slot is this entry's without a name check.
+      ReleaseId(id);
+      return;
+    }
+  }
+  Release(request.name);
 }
 
 void TensorQueue::Release(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  table_.erase(name);
+  auto it = ids_.find(name);
+  if (it != ids_.end()) ReleaseId(it->second);
 }
 
 std::vector<TensorEntry> TensorQueue::Close(const std::string& reason) {
@@ -76,11 +154,14 @@ std::vector<TensorEntry> TensorQueue::Close(const std::string& reason) {
   closed_ = true;
   closed_reason_ = reason;
   std::vector<TensorEntry> out;
-  out.reserve(table_.size());
-  for (auto& kv : table_) {
-    if (kv.second.handle) out.push_back(std::move(kv.second));
+  out.reserve(in_flight_);
+  for (Slot& s : slots_) {
+    if (s.in_flight && !s.taken && s.entry.handle) out.push_back(std::move(s.entry));
   }
-  table_.clear();
+  ids_.clear();
+  slots_.clear();
+  free_ids_.clear();
+  in_flight_ = 0;
   new_requests_.clear();
   return out;
 }

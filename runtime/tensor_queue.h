@@ -1,11 +1,20 @@
 // The hand-over between submitting threads and the background thread: the table of this
-// rank's in-flight tensors (name -> entry) and the Requests not yet sent to the coordinator.
-// A name stays in the table until its operation completes (while the background thread runs
-// it, as a reservation without the entry), which is what refuses a second submission of a name
-// still in flight.
+// rank's in-flight tensors and the Requests not yet sent to the coordinator. A name stays in
+// the table until its operation completes (while the background thread runs it, as a
+// reservation without the entry), which is what refuses a second submission of a name still
+// in flight.
+//
+// Names are interned: Add gives each name an integer id (Request::id), hashing the name once,
+// and the table is an array over ids, so that the background thread, which takes and releases
+// every tensor of every cycle, indexes instead of hashing. An id outlives its operation, so a
+// training loop's names keep theirs from step to step; names unused for a while are dropped in
+// bulk (and their ids reused) once they outnumber those in flight, so that unique names
+// (barriers, joins, one-off tensors) do not grow the table forever.
 #ifndef KOLO_RUNTIME_TENSOR_QUEUE_H_
 #define KOLO_RUNTIME_TENSOR_QUEUE_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,7 +36,7 @@ struct TensorEntry {
 class TensorQueue {
  public:
   // Fails with kInvalidArgument when the name is in flight, kFailedPrecondition when closed
-  // (`closed_reason`).
+  // (`closed_reason`). Sets the entry's request.id.
   Status Add(TensorEntry entry);
   // Adds every entry or none (a name in flight or repeated in `entries` refuses the group), so
   // the background thread takes a group's Requests in one batch.
@@ -41,14 +50,40 @@ class TensorQueue {
   // Moves out the entry of `name` for execution (nullptr handle if absent); the name stays
   // reserved until Release.
   TensorEntry Take(const std::string& name);
-  // Frees the name (call just before completing its handle).
+  // The same by the id Add gave `name` (Response::ids), without hashing; looks `name` up
+  // instead when the id does not hold it in flight.
+  TensorEntry Take(int32_t id, const std::string& name);
+  // Frees the name of a taken entry (call just before completing its handle): by its id when
+  // it has one.
+  void Release(const Request& request);
   void Release(const std::string& name);
   // Refuses later Adds with `reason` and returns every entry still in the table.
   std::vector<TensorEntry> Close(const std::string& reason);
 
+  // Names kept interned while not in flight before a sweep may drop them (for tests).
+  static constexpr size_t kMaxIdleNames = 4096;
+  size_t interned() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ids_.size();
+  }
+
  private:
+  struct Slot {
+    bool in_flight = false;
+    bool taken = false;  // in flight and moved out by Take: the reservation
+    TensorEntry entry;
+  };
+  // The name's id, interning it if new; mu_ held.
+  int32_t Intern(const std::string& name);
+  // Ends the reservation of `id`; mu_ held.
+  void ReleaseId(int32_t id);
+  std::string InFlightError(const Request& r) const;
+
   std::mutex mu_;
-  std::unordered_map<std::string, TensorEntry> table_;
+  std::unordered_map<std::string, int32_t> ids_;  // every interned name
+  std::vector<Slot> slots_;                       // by id
+  std::vector<int32_t> free_ids_;                 // ids of names dropped by a sweep
+  size_t in_flight_ = 0;
   std::vector<Request> new_requests_;
   bool closed_ = false;
   std::string closed_reason_;

@@ -71,5 +71,19 @@ TEST(Planner, FuserFromReferencesMatchesFuseResponsesAndLeavesItsInputAlone) {
   EXPECT_TRUE(fuser.Take().empty());                      // a fuser starts over after Take
 }
 
+TEST(Planner, FusedGroupKeepsIdsOnlyWhileEveryMemberHasOne) {
+  ResponseFuser fuser(1000, 4096, 4);
+  fuser.Add(AR("a", 1), 5);
+  fuser.Add(AR("b", 1), 2);
+  fuser.Add(AR("i", 1, DataType::kInt32), 9);
+  fuser.Add(AR("j", 1, DataType::kInt32));  // no id: the int32 group loses its ids
+  fuser.Add(AR("k", 1, DataType::kInt32), 4);
+  const std::vector<Response> out = fuser.Take();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].ids, (std::vector<int32_t>{5, 2}));
+  EXPECT_TRUE(out[1].ids.empty());
+  EXPECT_EQ(out[1].names, (std::vector<std::string>{"i", "j", "k"}));
+}
+
 }  // namespace
 }  // namespace kolo

@@ -48,6 +48,33 @@ TEST(ResponseCache, HitStaleAndMiss) {
   EXPECT_EQ(c.name(slot), "a");
 }
 
+TEST(ResponseCache, FindsByIdAndNeverTrustsAnIdGivenToAnotherName) {
+  ResponseCache c(4);
+  Request a = Req("a");
+  a.id = 3;
+  const int slot_a = c.Put(Resp("a"), a);
+  Request b = Req("b");
+  b.id = 7;
+  const int slot_b = c.Put(Resp("b"), b);
+  int found = -1;
+  EXPECT_EQ(c.Find(a, &found), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(found, slot_a);
+  // The queue dropped "a" and gave its id to "b" (whose old id went to "x"): names decide.
+  b.id = 3;
+  EXPECT_EQ(c.Find(b, &found), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(found, slot_b);
+  EXPECT_EQ(c.Find(a, &found), ResponseCache::Lookup::kHit);  // by name now
+  EXPECT_EQ(found, slot_a);
+  Request x = Req("x");
+  x.id = 7;
+  EXPECT_EQ(c.Find(x, &found), ResponseCache::Lookup::kMiss);
+  // Erasing a slot forgets its id; a Request without one is found by name.
+  c.Erase(slot_a);
+  EXPECT_EQ(c.Find(a, &found), ResponseCache::Lookup::kMiss);
+  EXPECT_EQ(c.Find(Req("b"), &found), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(found, slot_b);
+}
+
 TEST(ResponseCache, EvictsTheLeastRecentlyUsedAndReusesItsSlot) {
   ResponseCache c(2);
   const int a = c.Put(Resp("a"), Req("a"));

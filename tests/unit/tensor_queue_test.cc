@@ -40,5 +40,41 @@ TEST(TensorQueue, CloseReturnsPendingEntriesOnlyAndRefusesLaterOnes) {
   EXPECT_EQ(later.message(), "stopped");
 }
 
+TEST(TensorQueue, IdsAreStableAcrossSubmissionsAndTakeByIdChecksTheName) {
+  TensorQueue q;
+  ASSERT_TRUE(q.Add(Entry("a")).ok());
+  ASSERT_TRUE(q.Add(Entry("b")).ok());
+  std::vector<Request> added = q.TakeNewRequests();
+  ASSERT_EQ(added.size(), 2u);
+  const int32_t a = added[0].id, b = added[1].id;
+  EXPECT_GE(a, 0);
+  EXPECT_NE(a, b);
+  EXPECT_FALSE(q.Take(a, "b").handle == nullptr);  // wrong id for "b": found by name
+  TensorEntry ea = q.Take(a, "a");
+  ASSERT_TRUE(ea.handle);
+  EXPECT_EQ(ea.request.id, a);
+  EXPECT_FALSE(q.Take(a, "a").handle);  // taken: reserved, not taken twice
+  EXPECT_EQ(q.Add(Entry("a")).code(), StatusCode::kInvalidArgument);
+  q.Release(ea.request);
+  ASSERT_TRUE(q.Add(Entry("a")).ok());
+  EXPECT_EQ(q.TakeNewRequests().at(0).id, a);  // the same name keeps its id
+}
+
+TEST(TensorQueue, IdleNamesAreDroppedOnceTheyOutnumberThoseInFlight) {
+  TensorQueue q;
+  ASSERT_TRUE(q.Add(Entry("kept")).ok());
+  const size_t n = TensorQueue::kMaxIdleNames + 10;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = "once." + std::to_string(i);
+    ASSERT_TRUE(q.Add(Entry(name)).ok());
+    TensorEntry e = q.Take(name);
+    q.Release(e.request);
+  }
+  EXPECT_LE(q.interned(), TensorQueue::kMaxIdleNames + 1);
+  std::vector<Request> added = q.TakeNewRequests();
+  EXPECT_TRUE(q.Take(added[0].id, "kept").handle);  // a name in flight survives a sweep
+  EXPECT_EQ(q.Add(Entry("kept")).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace kolo
