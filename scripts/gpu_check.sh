@@ -90,9 +90,10 @@ elif command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     "${with_nccl}" >"${gen}/kolo/config.h"
   srcs=(base/status.cc base/dtype.cc collectives/reduce.cc collectives/reduce_half.cc
     collectives/communicator.cc collectives/node_context.cc collectives/cuda/device.cc
-    collectives/nccl/nccl_run.cc fusion/cuda/device_pack.cu bench/models.cc
+    collectives/nccl/nccl_run.cc collectives/hierarchical_composition.cc fusion/cuda/device_pack.cu bench/models.cc
     tests/gpu/gpu_check_main.cc)
-  ((with_nccl)) && srcs+=(collectives/nccl/nccl_lib.cc collectives/nccl/nccl_comm.cc)
+  ((with_nccl)) && srcs+=(collectives/nccl/nccl_lib.cc collectives/nccl/nccl_comm.cc
+    collectives/nccl/nccl_communicator.cc)
   kolo_log "nvcc build of kolo-gpu-check (sm_${arch}, NCCL ${with_nccl})"
   if "${nvcc}" -std=c++17 -O2 -arch="sm_${arch}" -I. -I"${gen}" ${nccl_inc:+-I"${nccl_inc}"} \
       "${srcs[@]}" -o build-gpu/min/kolo-gpu-check -ldl -lpthread >build-gpu/min/build.log 2>&1; then

@@ -9,7 +9,13 @@
 #include "collectives/cuda/device.h"
 #include "collectives/nccl/nccl_comm.h"
 #include "collectives/nccl/nccl_lib.h"
+#include "collectives/hierarchical_composition.h"
+#include "collectives/nccl/nccl_communicator.h"
 #include "collectives/node_context.h"
+
+#include <map>
+#include <mutex>
+#include <utility>
 #endif
 
 namespace kolo {
@@ -91,27 +97,40 @@ Status RunNcclHierarchicalAllreduce(Communicator& comm, const AllreduceArgs& arg
   if (node == nullptr || !node->local || !node->cross) {
     return UnimplementedError("nccl_hierarchical: no node structure on this communicator");
   }
-  Communicator& local = *node->local;
-  Communicator& cross = *node->cross;
-  const size_t l = static_cast<size_t>(local.Size());
-  if (args.count % l != 0) {
-    return UnimplementedError("nccl_hierarchical: " + std::to_string(args.count) +
-                              " elements do not divide among " + std::to_string(l) + " GPUs");
+  const int owners = node->map.min_local_size();
+  if (owners != node->map.max_local_size() ||
+      args.count % static_cast<size_t>(owners) != 0) {
+    return UnimplementedError("nccl_hierarchical: NCCL's reduce-scatter needs equal slices (" +
+                              std::to_string(args.count) + " elements, nodes of " +
+                              std::to_string(owners) + " to " +
+                              std::to_string(node->map.max_local_size()) + " GPUs)");
   }
   KOLO_ASSIGN_OR_RETURN(Call c, Prepare(args, "nccl_hierarchical"));
-  KOLO_ASSIGN_OR_RETURN(ncclComm_t lc, NcclCommFor(local, c.device));
-  KOLO_ASSIGN_OR_RETURN(ncclComm_t cc, NcclCommFor(cross, c.device));
-  if (args.count == 0) return Status::OK();
-  const size_t slice = args.count / l;
-  char* mine = static_cast<char*>(args.recv) +
-               static_cast<size_t>(local.Rank()) * slice * DataTypeSize(args.dtype);
-  DeviceScope scope(c.device);
-  // One stream orders the three phases; NCCL's in-place conventions: the slice sits at this
-  // rank's offset of the full buffer.
-  KOLO_NCCL_CALL(c.api, ReduceScatter, args.send, mine, slice, c.dtype, c.op, lc, c.stream);
-  KOLO_NCCL_CALL(c.api, AllReduce, mine, mine, slice, c.dtype, c.op, cc, c.stream);
-  KOLO_NCCL_CALL(c.api, AllGather, mine, args.recv, slice, c.dtype, lc, c.stream);
-  return WaitForNccl({&local, &cross}, c.device, c.stream, "nccl_hierarchical");
+  NcclCommunicator local(*node->local, c.device);
+  NcclCommunicator cross(*node->cross, c.device);
+  // The slice's scratch on the device, kept and grown per device (first touch is not free).
+  static std::mutex mu;
+  static std::map<int, std::pair<void*, size_t>>* scratch = new std::map<int, std::pair<void*, size_t>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto& [buf, size] = (*scratch)[c.device];
+  Status alloc;
+  auto get = [&, dev = c.device](size_t bytes) -> void* {
+    if (size < bytes) {
+      DeviceScope scope(dev);
+      if (buf != nullptr) cudaFree(buf);
+      buf = nullptr;
+      size = 0;
+      const cudaError_t e = cudaMalloc(&buf, bytes);
+      if (e != cudaSuccess) {
+        alloc = CudaError(e, "cudaMalloc (hierarchical scratch)");
+        return nullptr;
+      }
+      size = bytes;
+    }
+    return buf;
+  };
+  Status s = ComposeHierarchicalAllreduce(local, cross, owners, args, get);
+  return alloc.ok() ? s : alloc;
 }
 
 #else

@@ -1,0 +1,39 @@
+// A kolo Communicator whose collectives run through NCCL on GPU buffers of one device: the
+// same ranks as `host` (whose point-to-point and liveness it borrows for NCCL's bootstrap and
+// for the peer watch while waiting), the NCCL communicator of (host, device) (nccl_comm.h).
+// Each collective is enqueued on kolo's stream and waited for (polled; aborts on errors), so
+// compositions written against Communicator, such as hierarchical_composition.h, run on the
+// device unchanged. NCCL's own limits: ReduceScatter and Allgatherv need equal parts on every
+// rank (kUnimplemented otherwise); no int16, uint16 or bool.
+#ifndef KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
+#define KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
+
+#include "collectives/communicator.h"
+
+namespace kolo {
+
+class NcclCommunicator : public Communicator {
+ public:
+  NcclCommunicator(Communicator& host, int device) : host_(host), device_(device) {}
+
+  int Rank() const override { return host_.Rank(); }
+  int Size() const override { return host_.Size(); }
+  std::string_view BackendName() const override { return "nccl"; }
+
+  Status Allreduce(const void* send, void* recv, size_t count, DataType dtype,
+                   ReduceOp op) override;
+  Status ReduceScatter(const void* send, void* recv, const std::vector<size_t>& counts,
+                       DataType dtype, ReduceOp op) override;
+  Status Allgatherv(const void* send, size_t send_bytes, void* recv,
+                    const std::vector<size_t>& recv_bytes) override;
+  Status Broadcast(void* buffer, size_t bytes, int root) override;
+  Status CheckLiveness() override { return host_.CheckLiveness(); }
+
+ private:
+  Communicator& host_;
+  int device_;
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
