@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "collectives/cuda/device.h"
 #include "fusion/planner.h"
 #include "runtime/operations.h"
 
@@ -164,6 +165,36 @@ Request RequestOf(const Submission& s, int rank) {
   return r;
 }
 
+std::string Where(const PointerKind& k) {
+  return k.memory == MemoryKind::kCuda ? "cuda:" + std::to_string(k.device) + " memory"
+                                       : "host memory";
+}
+
+// Sets r->device from the submission (or from its buffers, asking CUDA); kInvalidArgument when
+// input and output are in different memories, kUnimplemented for CUDA tensors of operations
+// that have no device path yet.
+Status ResolveDevice(const Submission& s, Request* r) {
+  int device = s.device;
+  if (device == kDetectDevice) {
+    device = -1;
+    if (CudaBuilt() && s.input != nullptr) {
+      const PointerKind in = ClassifyPointer(s.input);
+      const PointerKind out = s.output != nullptr ? ClassifyPointer(s.output) : in;
+      if (in.memory != out.memory || in.device != out.device) {
+        return InvalidArgumentError(Describe(s) + ": input is in " + Where(in) + ", output in " +
+                                    Where(out) + "; both must be in the same memory");
+      }
+      device = in.memory == MemoryKind::kCuda ? in.device : -1;
+    }
+  }
+  if (device >= 0 && s.op != OpType::kAllreduce) {
+    return UnimplementedError(Describe(s) + ": tensors in CUDA memory (cuda:" +
+                              std::to_string(device) + ") are supported by allreduce only so far");
+  }
+  r->device = device;
+  return Status::OK();
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
@@ -171,6 +202,7 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   entry.request = RequestOf(s, layout_.rank);
   Request& r = entry.request;
   Status valid = Validate(s, layout_.size);
+  if (valid.ok()) valid = ResolveDevice(s, &r);
   if (valid.ok() && s.op == OpType::kAlltoall) r.splits = ResolvedSplits(s, layout_.size);
   std::unique_lock<std::mutex> join_lock(join_mu_);
   if (!join_name_.empty()) {
@@ -190,6 +222,14 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
     }
   }
   if (s.op != OpType::kJoin) join_lock.unlock();
+  if (valid.ok() && r.device >= 0 && s.ready_stream != nullptr) {
+    auto ev = RecordReadyEvent(r.device, s.ready_stream);
+    if (ev.ok()) {
+      entry.ready_event = *ev;
+    } else {
+      valid = Status(ev.status()).AddContext(Describe(s));
+    }
+  }
   if (!valid.ok()) {
     // The peers have submitted or will submit this name too: tell the coordinator, so they
     // get an error instead of waiting for this rank forever. A nameless one cannot be matched.
@@ -207,7 +247,11 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   entry.handle = std::make_shared<Handle>();
   auto handle = entry.handle;
   timeline_.Submitted(entry.request);  // before the background thread can take it
-  KOLO_RETURN_IF_ERROR(queue_.Add(std::move(entry)));
+  void* const ready_event = entry.ready_event;
+  if (Status added = queue_.Add(std::move(entry)); !added.ok()) {
+    DestroyReadyEvent(ready_event);
+    return added;
+  }
   if (s.op == OpType::kJoin) {
     join_name_ = s.name;
     join_lock.unlock();
@@ -266,6 +310,15 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
     Status v = s.op == op ? Validate(s, layout_.size)
                           : InvalidArgumentError(Describe(s) + ": a group holds one operation (" +
                                                  std::string(OpTypeName(op)) + ")");
+    if (v.ok()) v = ResolveDevice(s, &r);
+    if (v.ok() && r.device >= 0 && s.ready_stream != nullptr) {
+      auto ev = RecordReadyEvent(r.device, s.ready_stream);
+      if (ev.ok()) {
+        entries[i].ready_event = *ev;
+      } else {
+        v = Status(ev.status()).AddContext(Describe(s));
+      }
+    }
     if (!v.ok() && bad.ok()) {
       bad = v;
       bad_index = i;
@@ -303,6 +356,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
       }
       queue_.AddRefused(std::move(r));
     }
+    for (TensorEntry& e : entries) DestroyReadyEvent(e.ready_event);
     join_lock.unlock();
     Wake();
     return bad.message().rfind(what, 0) == 0 ? bad : bad.AddContext(what);
@@ -515,6 +569,21 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
           FusedTensor{e.input, e.output, static_cast<size_t>(NumElements(e.request.shape))});
     }
   }
+  if (response.device >= 0) {
+    std::vector<void*> ready;
+    for (TensorEntry& e : entries) {
+      ready.push_back(e.ready_event);
+      e.ready_event = nullptr;
+    }
+    if (status.ok() && absent) {
+      status = UnimplementedError("join with CUDA tensors is not supported yet");
+      for (void* ev : ready) DestroyReadyEvent(ev);
+    } else if (status.ok()) {
+      status = device_allreduce_.Run(*data_, selector_, response.device, job, ready);
+    }
+    FinishAllreduce(response, entries, status);
+    return;
+  }
   size_t count = 0;
   for (const FusedTensor& t : job.tensors) count += t.count;
   SelectionInput in = DescribeCommunicator(*data_);
@@ -536,6 +605,11 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
     }
     status = fusion_.Run(*data_, **algorithm, job, stages ? &*stages : nullptr);
   }
+  FinishAllreduce(response, entries, status);
+}
+
+void Runtime::FinishAllreduce(const Response& response, std::vector<TensorEntry>& entries,
+                              Status status) {
   if (!status.ok()) {
     std::string what = "allreduce '" + response.names[0] + "'";
     if (entries.size() > 1) {
@@ -551,6 +625,8 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
 }
 
 void Runtime::Finish(TensorEntry& entry, Status status) {
+  DestroyReadyEvent(entry.ready_event);  // not consumed when the operation failed before it ran
+  entry.ready_event = nullptr;
   timeline_.TensorFinished(entry.request, status);
   queue_.Release(entry.request);
   entry.handle->Complete(std::move(status));

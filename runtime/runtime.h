@@ -21,6 +21,7 @@
 #include "fusion/executor.h"
 #include "runtime/config.h"
 #include "runtime/controller.h"
+#include "runtime/device_allreduce.h"
 #include "runtime/handle.h"
 #include "runtime/tensor_queue.h"
 #include "runtime/timeline.h"
@@ -35,6 +36,9 @@ struct RankLayout {
 
 // What a caller submits; `output` is ignored for allgather, reducescatter and alltoall (kolo
 // allocates it), `splits` is read by alltoall only (empty: equal split).
+// Submission::device when kolo is to find out from the buffers (cudaPointerGetAttributes).
+inline constexpr int kDetectDevice = -2;
+
 struct Submission {
   OpType op = OpType::kAllreduce;
   std::string name;
@@ -47,6 +51,12 @@ struct Submission {
   double prescale = 1.0;
   double postscale = 1.0;
   std::vector<int64_t> splits;
+  // Where input and output live: -1 host memory, >= 0 that CUDA device, kDetectDevice to ask
+  // CUDA (the C API's raw pointers). Every rank must agree (negotiation checks it).
+  int device = kDetectDevice;
+  // For CUDA tensors, the framework's stream (cudaStream_t) whose queued work writes the input:
+  // kolo's own stream waits for an event recorded on it at submission. nullptr: none.
+  void* ready_stream = nullptr;
 };
 
 class Runtime {
@@ -113,6 +123,9 @@ class Runtime {
   void Execute(const Response& response);
   // `entries` in the Response's order; an entry without a handle is a tensor this rank never
   // submitted because it has joined: it takes part with the identity (runtime/operations.cc).
+  // Adds the context, logs a failure and completes every entry's handle with `status`.
+  void FinishAllreduce(const Response& response, std::vector<TensorEntry>& entries,
+                       Status status);
   void ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries);
   void ExecuteJoin(const Response& response);
   Status ExecuteAllgather(const Response& response, TensorEntry& entry);
@@ -131,6 +144,7 @@ class Runtime {
   std::unique_ptr<Communicator> data_;
   Controller controller_;
   FusionExecutor fusion_;
+  DeviceAllreduce device_allreduce_;  // CUDA tensors (runtime/device_allreduce.h)
   AllreduceSelector selector_;
   std::optional<CostModel> cost_model_;
   CollectiveChoice collectives_;  // all-gather, broadcast, reduce-scatter, all-to-all

@@ -31,6 +31,9 @@ struct TensorEntry {
   const void* input = nullptr;
   void* output = nullptr;
   std::shared_ptr<Handle> handle;
+  // CUDA tensors: the event recorded on the framework's stream at submission (a cudaEvent_t,
+  // runtime/device_allreduce.h), consumed by the execution; nullptr otherwise.
+  void* ready_event = nullptr;
 };
 
 class TensorQueue {

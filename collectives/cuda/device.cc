@@ -2,6 +2,8 @@
 
 #include "kolo/config.h"
 
+#include <utility>
+
 #if KOLO_WITH_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -13,16 +15,19 @@ bool CudaBuilt() { return KOLO_WITH_CUDA != 0; }
 #if KOLO_WITH_CUDA
 
 int CudaDeviceCount(std::string* reason) {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    // Clears the sticky "last error" so later CUDA calls do not report this one.
-    cudaGetLastError();
-    if (reason) *reason = cudaGetErrorString(e);
-    return 0;
-  }
-  if (n == 0 && reason) *reason = "no CUDA device";
-  return n;
+  // Asked once per process: the answer does not change, and every submission asks.
+  static const std::pair<int, std::string> counted = [] {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      // Clears the sticky "last error" so later CUDA calls do not report this one.
+      cudaGetLastError();
+      return std::make_pair(0, std::string(cudaGetErrorString(e)));
+    }
+    return std::make_pair(n, std::string(n == 0 ? "no CUDA device" : ""));
+  }();
+  if (reason && counted.first == 0) *reason = counted.second;
+  return counted.first;
 }
 
 PointerKind ClassifyPointer(const void* p) {

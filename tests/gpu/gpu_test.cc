@@ -232,5 +232,86 @@ TEST(GpuNccl, HostBuffersAreRefused) {
   });
 }
 
+// The runtime's device path on one rank: several CUDA tensors fused (pack, NCCL, unpack) with
+// prescale and postscale, and Average, against host references; kolo finds the device from
+// the pointers as it does for C API callers.
+TEST(GpuRuntime, FusedDeviceAllreduceWithScaling) {
+  KOLO_SKIP_WITHOUT_GPU();
+  if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
+  testing::RunRuntimes(1, testing::FastConfig(), [&](Runtime& rt) {
+    const std::vector<size_t> counts = {1, 7, 1000, 65537};
+    std::vector<float*> d(counts.size());
+    std::vector<std::shared_ptr<Handle>> handles;
+    for (size_t k = 0; k < counts.size(); ++k) {
+      std::vector<float> host(counts[k]);
+      for (size_t i = 0; i < counts[k]; ++i) host[i] = static_cast<float>(i % 13) + 0.5f * k;
+      ASSERT_EQ(cudaMalloc(&d[k], counts[k] * 4), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d[k], host.data(), counts[k] * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      Submission s;
+      s.name = "dev" + std::to_string(k);
+      s.input = d[k];
+      s.output = d[k];
+      s.shape = {static_cast<int64_t>(counts[k])};
+      s.reduce_op = k % 2 ? ReduceOp::kAverage : ReduceOp::kSum;
+      s.prescale = 2.0;
+      s.postscale = 0.25;
+      auto h = rt.Enqueue(s);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      handles.push_back(*h);
+    }
+    for (size_t k = 0; k < counts.size(); ++k) {
+      const Status st = testing::WaitFor(*handles[k]);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      std::vector<float> got(counts[k]);
+      ASSERT_EQ(cudaMemcpy(got.data(), d[k], counts[k] * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < counts[k]; ++i) {
+        // One rank: sum = average = the input; times prescale and postscale.
+        const float want = (static_cast<float>(i % 13) + 0.5f * k) * 2.0f * 0.25f;
+        ASSERT_EQ(got[i], want) << "tensor " << k << " element " << i;
+      }
+      cudaFree(d[k]);
+    }
+  });
+}
+
+// Ready-event ordering: the framework's stream is still copying 1 GiB when its last kernel-
+// side write (a memset to zero) is queued and the tensor is submitted at once; kolo must wait
+// for that stream, so it reduces the zeros, not the ones the tensor held before.
+TEST(GpuRuntime, WaitsForTheFrameworksStream) {
+  KOLO_SKIP_WITHOUT_GPU();
+  if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
+  testing::RunRuntimes(1, testing::FastConfig(), [&](Runtime& rt) {
+    const size_t n = 1 << 20, big = size_t{1} << 30;
+    float* t = nullptr;
+    void* a = nullptr;
+    void* b = nullptr;
+    ASSERT_EQ(cudaMalloc(&t, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&a, big), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b, big), cudaSuccess);
+    std::vector<float> ones(n, 1.0f);
+    ASSERT_EQ(cudaMemcpy(t, ones.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    cudaStream_t framework = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&framework, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(b, a, big, cudaMemcpyDeviceToDevice, framework), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(t, 0, n * 4, framework), cudaSuccess);
+    Submission s;
+    s.name = "ordered";
+    s.input = t;
+    s.output = t;
+    s.shape = {static_cast<int64_t>(n)};
+    s.ready_stream = framework;
+    auto h = rt.Enqueue(s);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    ASSERT_TRUE(testing::WaitFor(**h).ok());
+    std::vector<float> got(n);
+    ASSERT_EQ(cudaMemcpy(got.data(), t, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < n; i += 4093) ASSERT_EQ(got[i], 0.0f) << "element " << i;
+    cudaStreamDestroy(framework);
+    cudaFree(t);
+    cudaFree(a);
+    cudaFree(b);
+  });
+}
+
 }  // namespace
 }  // namespace kolo

@@ -1,0 +1,181 @@
+#include "runtime/device_allreduce.h"
+
+#include <string>
+
+#include "collectives/cuda/device.h"
+#include "kolo/config.h"
+
+#if KOLO_WITH_CUDA
+#include "collectives/cuda/cuda_call.h"
+#include "fusion/cuda/device_pack.h"
+#endif
+#if KOLO_WITH_NCCL
+#include "collectives/nccl/nccl_comm.h"
+#endif
+
+namespace kolo {
+
+#if KOLO_WITH_CUDA && KOLO_WITH_NCCL
+
+namespace {
+
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+bool IsFloating(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 ||
+         t == DataType::kFloat64;
+}
+
+}  // namespace
+
+StatusOr<void*> RecordReadyEvent(int device, void* stream) {
+  if (stream == nullptr) return static_cast<void*>(nullptr);
+  DeviceScope scope(device);
+  cudaEvent_t ev = nullptr;
+  KOLO_CUDA_CALL(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  const cudaError_t e = cudaEventRecord(ev, static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess) {
+    cudaEventDestroy(ev);
+    return CudaError(e, "cudaEventRecord (ready event on the framework's stream)");
+  }
+  return static_cast<void*>(ev);
+}
+
+void DestroyReadyEvent(void* event) {
+  if (event != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+DeviceAllreduce::~DeviceAllreduce() {
+  for (auto& [device, buf] : buffers_) {
+    if (buf.first != nullptr) {
+      DeviceScope scope(device);
+      cudaFree(buf.first);
+    }
+  }
+}
+
+Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selector, int device,
+                            const AllreduceJob& job, const std::vector<void*>& ready_events) {
+  std::string why;
+  if (CudaDeviceCount(&why) <= device) {
+    for (void* ev : ready_events) DestroyReadyEvent(ev);
+    return FailedPreconditionError("tensors on cuda:" + std::to_string(device) +
+                                   ", but this process has no such CUDA device (" + why + ")");
+  }
+  DeviceScope scope(device);
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device));
+  Status waited;
+  for (void* ev : ready_events) {
+    if (ev == nullptr) continue;
+    const cudaError_t e = cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(ev), 0);
+    if (e != cudaSuccess && waited.ok()) waited = CudaError(e, "cudaStreamWaitEvent");
+    DestroyReadyEvent(ev);
+  }
+  KOLO_RETURN_IF_ERROR(waited);
+
+  ReduceOp op = job.op;
+  double postscale = job.postscale;
+  if (op == ReduceOp::kAverage) {
+    if (!IsFloating(job.dtype)) {
+      return UnimplementedError("Average of integer CUDA tensors is not supported (use Sum)");
+    }
+    op = ReduceOp::kSum;
+    postscale /= comm.Size();
+  }
+  size_t total = 0;
+  for (const FusedTensor& t : job.tensors) total += t.count;
+  if (total == 0) return Status::OK();
+  const size_t es = DataTypeSize(job.dtype);
+
+  SelectionInput in = DescribeCommunicator(comm);
+  in.memory = MemoryKind::kCuda;
+  in.dtype = job.dtype;
+  in.count = total;
+  in.bytes = total * es;
+  in.op = op;
+  KOLO_ASSIGN_OR_RETURN(AllreduceAlgorithm * algo, selector.Select(in));
+
+  void* data = nullptr;
+  const bool direct = job.tensors.size() == 1 && job.prescale == 1.0;
+  if (direct) {
+    const FusedTensor& t = job.tensors[0];
+    if (t.output != t.input) {
+      KOLO_CUDA_CALL(cudaMemcpyAsync(t.output, t.input, total * es, cudaMemcpyDeviceToDevice,
+                                     stream));
+    }
+    data = t.output;
+  } else {
+    auto& [buf, size] = buffers_[device];
+    if (size < total * es) {
+      if (buf != nullptr) cudaFree(buf);
+      buf = nullptr;
+      size = 0;
+      KOLO_CUDA_CALL(cudaMalloc(&buf, total * es));
+      size = total * es;
+    }
+    data = buf;
+    std::vector<const void*> inputs;
+    std::vector<size_t> counts, offsets;
+    size_t at = 0;
+    for (const FusedTensor& t : job.tensors) {
+      inputs.push_back(t.input);
+      counts.push_back(t.count);
+      offsets.push_back(at);
+      at += t.count * es;
+    }
+    KOLO_RETURN_IF_ERROR(PackToFusion(inputs, counts, offsets, data, job.dtype, job.prescale,
+                                      stream));
+  }
+  KOLO_RETURN_IF_ERROR(algo->Run(comm, AllreduceArgs{data, data, total, job.dtype, op})
+                           .AddContext(std::string(algo->Name())));
+  if (direct) {
+    if (postscale != 1.0) {
+      KOLO_RETURN_IF_ERROR(
+          BatchedScaleCopy({{data, data, total}}, job.dtype, postscale, stream));
+    }
+  } else {
+    std::vector<void*> outputs;
+    std::vector<size_t> counts, offsets;
+    size_t at = 0;
+    for (const FusedTensor& t : job.tensors) {
+      outputs.push_back(t.output);
+      counts.push_back(t.count);
+      offsets.push_back(at);
+      at += t.count * es;
+    }
+    KOLO_RETURN_IF_ERROR(UnpackFromFusion(data, offsets, outputs, counts, job.dtype, postscale,
+                                          stream));
+  }
+  return WaitForNccl(comm, device, stream, "unpack of the all-reduced tensors");
+}
+
+#else
+
+StatusOr<void*> RecordReadyEvent(int, void* stream) {
+  if (stream == nullptr) return static_cast<void*>(nullptr);
+  return UnimplementedError("a CUDA stream was given, but kolo was built without CUDA");
+}
+void DestroyReadyEvent(void*) {}
+DeviceAllreduce::~DeviceAllreduce() = default;
+
+Status DeviceAllreduce::Run(Communicator&, const AllreduceSelector&, int device,
+                            const AllreduceJob&, const std::vector<void*>&) {
+  return UnimplementedError("tensors on cuda:" + std::to_string(device) +
+                            ", but kolo was built without CUDA and NCCL");
+}
+
+#endif
+
+}  // namespace kolo

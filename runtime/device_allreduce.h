@@ -1,0 +1,54 @@
+// All-reduce of tensors in GPU memory (issue 7): the runtime's device path. For a Response
+// whose tensors live on CUDA device `device`, on kolo's stream of that device:
+//   1. wait for each tensor's ready event (recorded on the framework's stream at submission,
+//      so kolo reads what the framework's kernels wrote, without synchronizing the host);
+//   2. pack the tensors into the device's fusion buffer with one batched kernel per 128
+//      tensors, prescale fused (fusion/cuda/device_pack.h); a single tensor without prescale
+//      skips the buffer and is reduced in place in its output;
+//   3. the algorithm the selector picks for device memory (NCCL flat or hierarchical,
+//      collectives/nccl/) on the buffer, in place;
+//   4. unpack with the postscale fused (Average: Sum, then 1/size for floating dtypes);
+//   5. wait for the stream by polling (with the peer watch), then complete the handles.
+// float16 and bfloat16 are reduced by NCCL in their own type. Integer Average on the device is
+// not supported (kUnimplemented). Without CUDA in the build, or without a device, every call
+// fails with a message saying which.
+#ifndef KOLO_RUNTIME_DEVICE_ALLREDUCE_H_
+#define KOLO_RUNTIME_DEVICE_ALLREDUCE_H_
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "collectives/communicator.h"
+#include "collectives/registry.h"
+#include "fusion/executor.h"
+
+namespace kolo {
+
+// The framework's stream's readiness at submission: a CUDA event recorded on it (nullptr when
+// the caller gave no stream). Made on the submitting thread; consumed by DeviceAllreduce.
+StatusOr<void*> RecordReadyEvent(int device, void* stream);
+// Frees an event made by RecordReadyEvent that was not consumed (a refused submission).
+void DestroyReadyEvent(void* event);
+
+class DeviceAllreduce {
+ public:
+  DeviceAllreduce() = default;
+  ~DeviceAllreduce();
+  DeviceAllreduce(const DeviceAllreduce&) = delete;
+  DeviceAllreduce& operator=(const DeviceAllreduce&) = delete;
+
+  // `ready_events` (may hold nullptrs) are waited for and destroyed; `ranks` is the
+  // communicator's size (Average's divisor).
+  Status Run(Communicator& comm, const AllreduceSelector& selector, int device,
+             const AllreduceJob& job, const std::vector<void*>& ready_events);
+
+ private:
+  // Fusion buffer per device: pointer and bytes, grown when needed and kept.
+  std::map<int, std::pair<void*, size_t>> buffers_;
+};
+
+}  // namespace kolo
+
+#endif  // KOLO_RUNTIME_DEVICE_ALLREDUCE_H_
