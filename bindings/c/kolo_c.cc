@@ -273,6 +273,15 @@ kolo_status_t kolo_allreduce_async_on(int process_set, const char* name, const v
                                       const int64_t* shape, kolo_reduce_op_t op,
                                       double prescale_factor, double postscale_factor,
                                       kolo_handle_t* handle) {
+  return kolo_allreduce_async_on_stream(process_set, name, input, output, dtype, ndim, shape, op,
+                                        prescale_factor, postscale_factor, nullptr, handle);
+}
+
+kolo_status_t kolo_allreduce_async_on_stream(int process_set, const char* name,
+                                             const void* input, void* output, kolo_dtype_t dtype,
+                                             int ndim, const int64_t* shape, kolo_reduce_op_t op,
+                                             double prescale_factor, double postscale_factor,
+                                             void* cuda_stream, kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) {
     return Announce(process_set, kolo::OpType::kAllreduce, name, s);
   }
@@ -284,6 +293,7 @@ kolo_status_t kolo_allreduce_async_on(int process_set, const char* name, const v
   sub.reduce_op = static_cast<kolo::ReduceOp>(op);
   sub.prescale = prescale_factor;
   sub.postscale = postscale_factor;
+  sub.ready_stream = cuda_stream;
   return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
 }
 

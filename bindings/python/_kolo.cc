@@ -48,9 +48,10 @@ TensorView View(const py::capsule& capsule, kolo_dtype_t dtype, const std::strin
   }
   auto* managed = static_cast<DLManagedTensor*>(capsule.get_pointer());
   const DLTensor& t = managed->dl_tensor;
-  if (t.device.device_type != kDLCPU) {
+  // CUDA memory passes here; the runtime decides which operations take it (allreduce).
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDA) {
     Raise(KOLO_ERR_INVALID_ARGUMENT,
-          what + ": only CPU tensors are supported (DLPack device type " +
+          what + ": only CPU and CUDA tensors are supported (DLPack device type " +
               std::to_string(t.device.device_type) + ")");
   }
   const size_t item = kolo_dtype_size(dtype);
@@ -216,7 +217,7 @@ kolo_dtype_t Dtype(int code) {
 
 std::unique_ptr<Handle> AllreduceAsync(const std::string& name, py::capsule in, py::capsule out,
                                        int dtype_code, int op, double prescale, double postscale,
-                                       int process_set) {
+                                       int process_set, std::uintptr_t stream) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "allreduce '" + name + "' input");
   TensorView vout = in.ptr() == out.ptr() ? vin : View(out, dtype, "allreduce '" + name + "' output");
@@ -224,9 +225,10 @@ std::unique_ptr<Handle> AllreduceAsync(const std::string& name, py::capsule in, 
     Raise(KOLO_ERR_INVALID_ARGUMENT, "allreduce '" + name + "': output shape differs from input");
   }
   kolo_handle_t h = nullptr;
-  Check(kolo_allreduce_async_on(process_set, CheckName(name).c_str(), vin.data, vout.data, dtype,
-                                static_cast<int>(vin.shape.size()), vin.shape.data(),
-                                static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
+  Check(kolo_allreduce_async_on_stream(
+      process_set, CheckName(name).c_str(), vin.data, vout.data, dtype,
+      static_cast<int>(vin.shape.size()), vin.shape.data(), static_cast<kolo_reduce_op_t>(op),
+      prescale, postscale, reinterpret_cast<void*>(stream), &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
 }
 
@@ -391,7 +393,7 @@ PYBIND11_MODULE(_kolo, m) {
 
   m.def("allreduce_async", &AllreduceAsync, py::arg("name"), py::arg("input"), py::arg("output"),
         py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
-        py::arg("process_set") = 0);
+        py::arg("process_set") = 0, py::arg("stream") = 0);
   m.def(
       "refuse",
       [](int process_set, const std::string& op, const std::string& name,

@@ -280,6 +280,20 @@ KOLO_API kolo_status_t kolo_allreduce_async_on(int process_set_id, const char* n
                                                const int64_t* shape, kolo_reduce_op_t op,
                                                double prescale_factor, double postscale_factor,
                                                kolo_handle_t* handle);
+/* As kolo_allreduce_async_on, for tensors in CUDA device memory written by work queued on a
+ * CUDA stream: kolo records an event on `cuda_stream` (a cudaStream_t; NULL: none) now and its
+ * own stream waits for it before reading `input`, so the caller need not synchronize. input and
+ * output must be in the same memory (both host, or both on one device; kolo asks CUDA, as every
+ * submission does). For host tensors the stream is ignored. Only all-reduce has a device path;
+ * the other operations return KOLO_ERR_UNIMPLEMENTED for CUDA tensors. Builds without CUDA
+ * return KOLO_ERR_UNIMPLEMENTED for a non-NULL stream. */
+KOLO_API kolo_status_t kolo_allreduce_async_on_stream(int process_set_id, const char* name,
+                                                      const void* input, void* output,
+                                                      kolo_dtype_t dtype, int ndim,
+                                                      const int64_t* shape, kolo_reduce_op_t op,
+                                                      double prescale_factor,
+                                                      double postscale_factor, void* cuda_stream,
+                                                      kolo_handle_t* handle);
 KOLO_API kolo_status_t kolo_allgather_async_on(int process_set_id, const char* name,
                                                const void* input, kolo_dtype_t dtype, int ndim,
                                                const int64_t* shape, kolo_handle_t* handle);

@@ -14,8 +14,11 @@ of base name ``g`` is submitted as one operation per tensor, ``"allreduce.g.0"``
 ``process_set`` (every operation): the set of ranks that take part (see process_sets), by
 default ``global_process_set``; the operation runs on the set's own path.
 
-Tensors: CPU, dense, of the dtypes in ``_DTYPES``; any other dtype or device raises
-``UnsupportedTensorError`` (both a TypeError and a ValueError) naming the operation.
+Tensors: dense, of the dtypes in ``_DTYPES``, on the CPU; allreduce (and so
+DistributedOptimizer) also takes CUDA tensors where kolo was built with CUDA: kolo waits for the
+tensor's device's current stream (an event, no host synchronization) and reduces it through
+NCCL. Any other dtype or device raises ``UnsupportedTensorError`` (both a TypeError and a
+ValueError) naming the operation.
 Non-contiguous tensors are accepted: out-of-place operations read a contiguous copy; in-place
 ones work on a contiguous copy and copy the result back into the caller's tensor.
 """
@@ -199,12 +202,13 @@ def synchronize(handle):
 # ---- tensors --------------------------------------------------------------------------------
 
 
-def _check_tensor(tensor, what, set_id=None, names=None):
+def _check_tensor(tensor, what, set_id=None, names=None, cuda_ok=False):
     """Refuses tensors kolo cannot take. With ``set_id``, a refusal is announced to the other
     ranks (kolo_refuse_on), so their submissions of the same name (``names``: every member of a
-    group) fail with this reason instead of waiting for this rank."""
+    group) fail with this reason instead of waiting for this rank. ``cuda_ok``: the operation
+    has a device path (allreduce), so CUDA tensors pass where kolo was built with CUDA."""
     try:
-        _check_tensor_locally(tensor, what)
+        _check_tensor_locally(tensor, what, cuda_ok)
     except (TypeError, UnsupportedTensorError) as e:
         if set_id is not None:
             op = what.split(" ", 1)[0].replace("grouped_", "")
@@ -216,7 +220,7 @@ def _check_tensor(tensor, what, set_id=None, names=None):
         raise
 
 
-def _check_tensor_locally(tensor, what):
+def _check_tensor_locally(tensor, what, cuda_ok=False):
     if not isinstance(tensor, torch.Tensor):
         raise TypeError("kolo %s: expected a torch.Tensor, got %s"
                         % (what, type(tensor).__name__))
@@ -229,10 +233,13 @@ def _check_tensor_locally(tensor, what):
             "kolo %s: tensor dtype %s is not supported (supported: %s)"
             % (what, tensor.dtype,
                ", ".join(str(d).replace("torch.", "") for d in _DTYPES)))
+    if tensor.device.type == "cuda" and cuda_ok and _k.built_with_cuda():
+        return
     if tensor.device.type != "cpu":
         raise UnsupportedTensorError(
-            "kolo %s: the tensor is on %s; kolo.torch supports CPU tensors only so far"
-            % (what, tensor.device))
+            "kolo %s: the tensor is on %s; kolo.torch supports CPU tensors%s so far"
+            % (what, tensor.device,
+               " (and CUDA tensors for allreduce)" if _k.built_with_cuda() else " only"))
 
 
 def _capsule(tensor):
@@ -300,12 +307,20 @@ def _resolve_op(op, average):
 # ---- allreduce ------------------------------------------------------------------------------
 
 
+def _ready_stream(tensor):
+    """The stream whose queued kernels write a CUDA ``tensor`` (the current stream of its
+    device, as a cudaStream_t integer): kolo waits for it before reading. 0 for CPU tensors."""
+    if tensor.device.type != "cuda":
+        return 0
+    return int(torch.cuda.current_stream(tensor.device).cuda_stream)
+
+
 def _allreduce_args(name, inp, out, op, prescale_factor, postscale_factor, process_set_id):
     cin = _capsule(inp)
     cout = cin if out is inp else _capsule(out)  # the same capsule object selects in place
     return (_k.allreduce_async,
             (name, cin, cout, _DTYPES[inp.dtype], int(op), float(prescale_factor),
-             float(postscale_factor), process_set_id))
+             float(postscale_factor), process_set_id, _ready_stream(inp)))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None,
@@ -327,7 +342,7 @@ def allreduce_async(tensor, average=None, name=None, op=None,
     op = _resolve_op(op, average)
     set_id = _process_set_id(process_set, "allreduce")
     handle, full_name = _new_handle("allreduce", name, set_id)
-    _check_tensor(tensor, "allreduce '%s'" % full_name, set_id)
+    _check_tensor(tensor, "allreduce '%s'" % full_name, set_id, cuda_ok=True)
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
     fn, args = _allreduce_args(full_name, inp, out, op, prescale_factor, postscale_factor,
@@ -347,7 +362,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None,
     op = _resolve_op(op, average)
     set_id = _process_set_id(process_set, "allreduce")
     handle, full_name = _new_handle("allreduce", name, set_id)
-    _check_tensor(tensor, "allreduce '%s'" % full_name, set_id)
+    _check_tensor(tensor, "allreduce '%s'" % full_name, set_id, cuda_ok=True)
     buf = _contiguous(tensor)
     fn, args = _allreduce_args(full_name, buf, buf, op, prescale_factor, postscale_factor, set_id)
     h = _submit(fn, *args)
