@@ -21,6 +21,7 @@
 
 #include "bench/algorithms.h"
 #include "bench/calibrate.h"
+#include "bench/device_sweep.h"
 #include "bench/dtypes.h"
 #include "bench/harness.h"
 #include "bench/models.h"
@@ -53,6 +54,7 @@ struct Flags {
   std::string tensors = "1,100,1000";
   std::string algorithms;
   bool calibrate = false;
+  std::string device = "host";
   std::string output;
 };
 
@@ -211,6 +213,11 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   app.add_option("-a,--algorithms", f.algorithms,
                  "compare all-reduce algorithms with MPI_Allreduce, float32 sum (" +
                      algorithm_names + "all; bench/algorithms.h)");
+  app.add_option("--device", f.device,
+                 "where the sweep's buffers live: host (default) or cuda (one GPU per rank; "
+                 "paths nccl and kolo; bench/device_sweep.h). -d stays nccl-tests' datatype")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
   app.add_flag("--calibrate", f.calibrate,
                "measure the cost model's parameters and write a tuning file (bench/calibrate.h)");
   app.add_option("--output", f.output,
@@ -343,7 +350,12 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   }
   // Without a kolo path kolo is not started: its background thread negotiates every cycle even
   // when idle, and `--paths mpi` is the clean MPI baseline.
-  const bool use_kolo = std::find(paths.begin(), paths.end(), "kolo") != paths.end();
+  const bool on_device = f.device == "cuda";
+  if (on_device && (replay || f.negotiation)) {
+    return usage_error("--device cuda runs the sweep only (not --model or --negotiation yet)");
+  }
+  const bool use_kolo =
+      on_device || std::find(paths.begin(), paths.end(), "kolo") != paths.end();
   if (use_kolo) CheckKolo(world, kolo_init(), "kolo_init", nullptr, nullptr);
   if (use_kolo && (kolo_size() != world.size || kolo_rank() != world.rank)) {
     Fail(world, "kolo sees rank " + std::to_string(kolo_rank()) + " of " +
@@ -391,7 +403,11 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
       sweep.paths = paths;
       report.Note("time: per-call mean of a block of -n " + std::to_string(f.iters) +
                   " calls, median of -R " + std::to_string(f.repeats) + " blocks");
-      RunSweep(world, mpi, sweep, &report);
+      if (on_device) {
+        RunDeviceSweep(world, sweep, &report);
+      } else {
+        RunSweep(world, mpi, sweep, &report);
+      }
     }
   }
   report.Footer();

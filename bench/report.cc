@@ -96,13 +96,16 @@ void Report::SweepColumns(const std::vector<std::string>& paths) {
     }
     return false;
   };
-  const bool ratio = has("mpi") && has("kolo");
+  // kolo's time over the baseline's: MPI_Allreduce on host buffers, ncclAllReduce on device ones.
+  const char* base = has("nccl") ? "nccl" : "mpi";
+  const bool ratio = has(base) && has("kolo");
+  ratio_base_ = base;
   std::string line = "#" + std::string(12 + 1 + 12 + 1 + 8 + 1 + 6, ' ');
   for (const std::string& p : paths) line += " " + Centered(p, kGroupWidth - 1);
   Print("%s\n", line.c_str());
   Print(kPrefixHeader1, "size", "count", "type", "redop");
   for (size_t i = 0; i < paths.size(); ++i) Print(kGroupFormat, "time", "algbw", "busbw", "#wrong");
-  Print("%s\n", ratio ? "  kolo/mpi" : "");
+  Print("%s\n", ratio ? (std::string("  kolo/") + base).c_str() : "");
   Print(kPrefixHeader1, "(B)", "(elements)", "", "");
   for (size_t i = 0; i < paths.size(); ++i) Print(kGroupFormat, "(us)", "(GB/s)", "(GB/s)", "");
   Print("%s\n", ratio ? "   (time)" : "");
@@ -120,10 +123,10 @@ void Report::SweepRow(int64_t bytes, int64_t count, const std::string& dtype, co
           Fixed(row.busbw, 2).c_str(), Wrong(r.wrong).c_str());
     Record(std::move(row));
   }
-  const PathResult* mpi = FindPath(results, "mpi");
+  const PathResult* base = FindPath(results, ratio_base_);
   const PathResult* kolo = FindPath(results, "kolo");
-  if (mpi != nullptr && kolo != nullptr && mpi->time_us > 0) {
-    Print(" %9s", Fixed(kolo->time_us / mpi->time_us, 2).c_str());
+  if (base != nullptr && kolo != nullptr && base->time_us > 0) {
+    Print(" %9s", Fixed(kolo->time_us / base->time_us, 2).c_str());
   }
   Print("\n");
 }

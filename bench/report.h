@@ -69,6 +69,7 @@ class Report {
   bool WriteJson(const std::string& path, const RunInfo& info, std::string* error) const;
 
  private:
+  std::string ratio_base_ = "mpi";  // the sweep's baseline path (SweepColumns)
   struct Row {
     std::string mode;   // "sweep" | "model"
     std::string model;  // "" for sweep rows

@@ -49,16 +49,23 @@ if command -v mpicc >/dev/null 2>&1 && pkg-config --exists hwloc 2>/dev/null &&
     command -v flatc >/dev/null 2>&1; then
   kolo_log "full build (build-gpu/, sm_${arch})"
   if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKOLO_WITH_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="${arch}" -DKOLO_BUILD_BENCH=OFF \
+      -DCMAKE_CUDA_ARCHITECTURES="${arch}" \
       "-DMPIEXEC_PREFLAGS=--oversubscribe" >build-gpu/configure.log 2>&1 &&
-      cmake --build build-gpu -j "$(nproc)" --target kolo_gpu_tests kolo-gpu-check \
-        >build-gpu/build.log 2>&1; then
+      cmake --build build-gpu -j "$(nproc)" --target kolo kolo_gpu_tests kolo-gpu-check \
+        kolo-bench _kolo >build-gpu/build.log 2>&1; then
     full_build=yes
     if ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 300 \
         >build-gpu/ctest.log 2>&1; then
       row "ctest -L gpu" "PASS" "$(grep -E 'tests passed' build-gpu/ctest.log | tail -1)"
     else
       row "ctest -L gpu" "FAIL" "$(grep -E 'tests passed|Failed' build-gpu/ctest.log | head -3 | tr '\n' ' ')"
+    fi
+    # kolo's runtime on device buffers against the raw ncclAllReduce, one rank per GPU.
+    if timeout 240 mpirun --allow-run-as-root -np 1 build-gpu/bench/kolo-bench --device cuda \
+        -b 1M -e 1G -f 4 -n 10 -w 3 -R 3 >build-gpu/bench-cuda.txt 2>&1; then
+      row "kolo-bench --device cuda" "OK" "table in build-gpu/bench-cuda.txt (kolo/nccl column)"
+    else
+      row "kolo-bench --device cuda" "FAIL" "$(tail -2 build-gpu/bench-cuda.txt | tr '\n' ' ')"
     fi
   else
     row "full build" "FAIL" "see build-gpu/configure.log, build-gpu/build.log"
@@ -115,7 +122,7 @@ if [[ -n "${check_bin}" ]]; then
   rc=$?
   row "kolo-gpu-check" "$([[ ${rc} == 0 ]] && echo PASS || echo "FAIL (${rc})")" "its rows below; stderr in build-gpu/gpu_check.stderr"
 fi
-row "not yet in this build" "-" "kolo-bench -d cuda and kolo.torch on CUDA tensors (the runtime's device path)"
+[[ "${full_build}" == yes ]] || row "kolo-bench --device cuda, kolo.torch on CUDA" "skipped" "need the full build (MPI)"
 row "time" "$(elapsed)" "whole script"
 
 # ---- 4. the table, last ---------------------------------------------------------------------
