@@ -11,6 +11,7 @@
 #endif
 #if KOLO_WITH_NCCL
 #include "collectives/nccl/nccl_comm.h"
+#include "collectives/nccl/nccl_communicator.h"
 #endif
 
 namespace kolo {
@@ -55,6 +56,29 @@ StatusOr<void*> RecordReadyEvent(int device, void* stream) {
 
 void DestroyReadyEvent(void* event) {
   if (event != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+Status DeviceBroadcast(Communicator& comm, int device, const void* input, void* output,
+                       size_t bytes, int root, void* ready_event) {
+  std::string why;
+  if (CudaDeviceCount(&why) <= device) {
+    DestroyReadyEvent(ready_event);
+    return FailedPreconditionError("tensor on cuda:" + std::to_string(device) +
+                                   ", but this process has no such CUDA device (" + why + ")");
+  }
+  DeviceScope scope(device);
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device));
+  if (ready_event != nullptr) {
+    const cudaError_t e = cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(ready_event), 0);
+    DestroyReadyEvent(ready_event);
+    if (e != cudaSuccess) return CudaError(e, "cudaStreamWaitEvent");
+  }
+  if (bytes == 0) return Status::OK();
+  if (comm.Rank() == root && output != input) {
+    KOLO_CUDA_CALL(cudaMemcpyAsync(output, input, bytes, cudaMemcpyDeviceToDevice, stream));
+  }
+  NcclCommunicator nccl(comm, device);
+  return nccl.Broadcast(output, bytes, root);
 }
 
 DeviceAllreduce::~DeviceAllreduce() {
@@ -169,6 +193,11 @@ StatusOr<void*> RecordReadyEvent(int, void* stream) {
 }
 void DestroyReadyEvent(void*) {}
 DeviceAllreduce::~DeviceAllreduce() = default;
+
+Status DeviceBroadcast(Communicator&, int device, const void*, void*, size_t, int, void*) {
+  return UnimplementedError("tensor on cuda:" + std::to_string(device) +
+                            ", but kolo was built without CUDA and NCCL");
+}
 
 Status DeviceAllreduce::Run(Communicator&, const AllreduceSelector&, int device,
                             const AllreduceJob&, const std::vector<void*>&) {

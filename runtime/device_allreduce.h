@@ -32,6 +32,11 @@ StatusOr<void*> RecordReadyEvent(int device, void* stream);
 // Frees an event made by RecordReadyEvent that was not consumed (a refused submission).
 void DestroyReadyEvent(void* event);
 
+// Broadcast of a tensor in CUDA memory from `root` (ncclBroadcast through NcclCommunicator),
+// after its ready event; the root's input is first copied to its output when they differ.
+Status DeviceBroadcast(Communicator& comm, int device, const void* input, void* output,
+                       size_t bytes, int root, void* ready_event);
+
 class DeviceAllreduce {
  public:
   DeviceAllreduce() = default;

@@ -187,9 +187,10 @@ Status ResolveDevice(const Submission& s, Request* r) {
       device = in.memory == MemoryKind::kCuda ? in.device : -1;
     }
   }
-  if (device >= 0 && s.op != OpType::kAllreduce) {
+  if (device >= 0 && s.op != OpType::kAllreduce && s.op != OpType::kBroadcast) {
     return UnimplementedError(Describe(s) + ": tensors in CUDA memory (cuda:" +
-                              std::to_string(device) + ") are supported by allreduce only so far");
+                              std::to_string(device) +
+                              ") are supported by allreduce and broadcast only so far");
   }
   r->device = device;
   return Status::OK();
@@ -662,6 +663,13 @@ Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
 Status Runtime::ExecuteBroadcast(const Response& response, TensorEntry& entry) {
   const size_t bytes =
       static_cast<size_t>(NumElements(entry.request.shape)) * DataTypeSize(response.dtype);
+  if (response.device >= 0) {
+    void* ready = entry.ready_event;
+    entry.ready_event = nullptr;
+    Status s = DeviceBroadcast(*data_, response.device, entry.input, entry.output, bytes,
+                               response.root, ready);
+    return s.ok() ? s : s.AddContext("broadcast '" + entry.request.name + "'");
+  }
   if (layout_.rank == response.root && entry.output != entry.input && bytes) {
     std::memcpy(entry.output, entry.input, bytes);
   }

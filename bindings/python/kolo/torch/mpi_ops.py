@@ -239,7 +239,8 @@ def _check_tensor_locally(tensor, what, cuda_ok=False):
         raise UnsupportedTensorError(
             "kolo %s: the tensor is on %s; kolo.torch supports CPU tensors%s so far"
             % (what, tensor.device,
-               " (and CUDA tensors for allreduce)" if _k.built_with_cuda() else " only"))
+               " (and CUDA tensors for allreduce and broadcast)" if _k.built_with_cuda()
+               else " only"))
 
 
 def _capsule(tensor):
@@ -667,6 +668,10 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 
 
 def _broadcast_args(name, inp, out, root_rank, process_set_id):
+    if inp.device.type == "cuda":
+        # Broadcast has no ready-stream entry point: the tensor's writes must be done before
+        # kolo's stream reads it (broadcasts are rare: parameters at start, objects).
+        torch.cuda.current_stream(inp.device).synchronize()
     cin = _capsule(inp)
     cout = cin if out is inp else _capsule(out)
     return (_k.broadcast_async, (name, cin, cout, _DTYPES[inp.dtype], int(root_rank),
@@ -708,7 +713,7 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
     """
     set_id = _process_set_id(process_set, "broadcast")
     handle, full_name = _new_handle("broadcast", name, set_id)
-    _check_tensor(tensor, "broadcast '%s'" % full_name, set_id)
+    _check_tensor(tensor, "broadcast '%s'" % full_name, set_id, cuda_ok=True)
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
     h = _submit_broadcast(full_name, inp, out, root_rank, process_set, set_id)
@@ -723,7 +728,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
     """
     set_id = _process_set_id(process_set, "broadcast")
     handle, full_name = _new_handle("broadcast", name, set_id)
-    _check_tensor(tensor, "broadcast '%s'" % full_name, set_id)
+    _check_tensor(tensor, "broadcast '%s'" % full_name, set_id, cuda_ok=True)
     buf = _contiguous(tensor)
     h = _submit_broadcast(full_name, buf, buf, root_rank, process_set, set_id)
     return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))
