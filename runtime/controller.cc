@@ -149,7 +149,9 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
   // their slots to other names.
   ResponseFuser fused(options_.fusion_threshold_bytes, options_.fusion_direct_bytes,
                       ready_slots_.size() + result.responses.size());
-  for (int slot : ready_slots_) fused.Add(cache_.response(slot), hit_id_[slot]);
+  for (int slot : ready_slots_) {
+    fused.Add(cache_.response(slot), hit_id_[slot], cache_.bytes(slot));
+  }
   if (any_slow) {
     if (cache_.enabled()) CacheResponses(result.responses, any_joined);
     for (Response& r : result.responses) {

@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "fusion/planner.h"
+
 namespace kolo {
 
 namespace {
@@ -14,6 +16,7 @@ ResponseCache::ResponseCache(size_t capacity)
     : capacity_(capacity),
       slots_(capacity),
       hash_(capacity, 0),
+      bytes_(capacity, 0),
       newer_(capacity, kNone),
       older_(capacity, kNone),
       id_(capacity, -1) {
@@ -29,7 +32,7 @@ ResponseCache::ResponseCache(size_t capacity)
 size_t ResponseCache::Probe(uint64_t h, const std::string& name, int* slot) const {
   for (size_t i = h & mask_;; i = (i + 1) & mask_) {
     const int s = index_[i];
-    if (s == kNone || (hash_[s] == h && slots_[s].response.names[0] == name)) {
+    if (s == kNone || (hash_[s] == h && slots_[s].request.name == name)) {
       *slot = s;
       return i;
     }
@@ -38,13 +41,13 @@ size_t ResponseCache::Probe(uint64_t h, const std::string& name, int* slot) cons
 
 void ResponseCache::IndexInsert(int slot) {
   int found;
-  const size_t i = Probe(hash_[slot], slots_[slot].response.names[0], &found);
+  const size_t i = Probe(hash_[slot], slots_[slot].request.name, &found);
   index_[i] = slot;  // found == kNone: Put erased any entry of this name first
 }
 
 void ResponseCache::IndexErase(int slot) {
   int found;
-  size_t hole = Probe(hash_[slot], slots_[slot].response.names[0], &found);
+  size_t hole = Probe(hash_[slot], slots_[slot].request.name, &found);
   // Backward-shift deletion: move later members of the probe run into the hole when their home
   // cell is not between the hole and them, so that no lookup stops early at the hole.
   for (size_t j = (hole + 1) & mask_; index_[j] != kNone; j = (j + 1) & mask_) {
@@ -130,7 +133,7 @@ ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) {
   int found = kNone;
   if (r.id >= 0 && static_cast<size_t>(r.id) < slot_of_id_.size()) {
     const int s = slot_of_id_[r.id];
-    if (s != kNone && slots_[s].response.names[0] == r.name) found = s;
+    if (s != kNone && slots_[s].request.name == r.name) found = s;
   }
   if (found == kNone) {
     Probe(NameHash(r.name), r.name, &found);
@@ -176,7 +179,9 @@ int ResponseCache::Put(const Response& single, const Request& mine,
   s.response = single;
   s.request = mine;
   s.request.refused.clear();
+  s.request.name = single.names[0];  // also for a placeholder Request (Controller)
   hash_[slot] = h;
+  bytes_[slot] = ResponseBytes(single);
   IndexInsert(slot);
   LinkFront(slot);
   Remember(slot, mine.id);

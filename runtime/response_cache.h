@@ -24,6 +24,7 @@
 #define KOLO_RUNTIME_RESPONSE_CACHE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,7 +55,9 @@ class ResponseCache {
   // kStale.
   Lookup Find(const Request& r, int* slot);
   const Response& response(int slot) const { return slots_[slot].response; }
-  const std::string& name(int slot) const { return slots_[slot].response.names[0]; }
+  const std::string& name(int slot) const { return slots_[slot].request.name; }
+  // ResponseBytes(response(slot)), kept so that fusing a hit does not recount it.
+  int64_t bytes(int slot) const { return bytes_[slot]; }
   // This rank's Request for the slot's name: every field equals that of a submission that hits
   // it (SameParameters, the name, this rank, not refused), so a hit needs no copy of its own.
   const Request& request(int slot) const { return slots_[slot].request; }
@@ -74,7 +77,7 @@ class ResponseCache {
   struct Slot {
     bool occupied = false;
     Response response;
-    Request request;
+    Request request;  // request.name == response.names[0], compared inline (no indirection)
   };
   static constexpr int kNone = -1;
 
@@ -93,6 +96,7 @@ class ResponseCache {
   size_t size_ = 0;
   std::vector<Slot> slots_;
   std::vector<uint64_t> hash_;  // per slot: the hash of its name
+  std::vector<int64_t> bytes_;  // per slot: ResponseBytes of its Response
   std::vector<int> index_;      // open addressing: slot numbers or kNone; a power of two long
   size_t mask_ = 0;
   std::vector<int> newer_, older_;  // per slot: LRU neighbours (kNone at the ends)
