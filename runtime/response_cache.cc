@@ -74,44 +74,6 @@ void ResponseCache::LinkFront(int slot) {
   newest_ = slot;
 }
 
-bool ResponseCache::Cacheable(const Request& r) {
-  if (!r.refused.empty()) return false;
-  switch (r.op) {
-    case OpType::kAllreduce:
-    case OpType::kAllgather:
-    case OpType::kBroadcast:
-    case OpType::kReducescatter:
-    case OpType::kAlltoall:
-      return true;
-    case OpType::kBarrier:  // unique names, and a barrier must include joined ranks
-    case OpType::kJoin:
-      return false;
-  }
-  return false;
-}
-
-namespace {
-
-// Every hit of every cycle compares a shape of a few dimensions, usually no splits and no
-// group: an inline loop beats vector== and string==, which call memcmp even for these.
-bool SameDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-bool SameParameters(const Request& a, const Request& b) {
-  return a.op == b.op && a.dtype == b.dtype && SameDims(a.shape, b.shape) &&
-         a.reduce_op == b.reduce_op && a.root == b.root && a.prescale == b.prescale &&
-         a.postscale == b.postscale && SameDims(a.splits, b.splits) && a.device == b.device &&
-         a.group_size == b.group_size && a.group.size() == b.group.size() &&
-         (a.group.empty() || a.group == b.group);
-}
-
 void ResponseCache::Forget(int slot) {
   if (id_[slot] >= 0) slot_of_id_[id_[slot]] = kNone;
   id_[slot] = -1;
@@ -128,18 +90,12 @@ void ResponseCache::Remember(int slot, int32_t id) {
   id_[slot] = id;
 }
 
-ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) {
+ResponseCache::Lookup ResponseCache::FindByName(const Request& r, int* slot) {
   if (capacity_ == 0) return Lookup::kMiss;
   int found = kNone;
-  if (r.id >= 0 && static_cast<size_t>(r.id) < slot_of_id_.size()) {
-    const int s = slot_of_id_[r.id];
-    if (s != kNone && slots_[s].request.name == r.name) found = s;
-  }
-  if (found == kNone) {
-    Probe(NameHash(r.name), r.name, &found);
-    if (found == kNone) return Lookup::kMiss;
-    Remember(found, r.id);
-  }
+  Probe(NameHash(r.name), r.name, &found);
+  if (found == kNone) return Lookup::kMiss;
+  Remember(found, r.id);
   *slot = found;
   return SameParameters(slots_[found].request, r) ? Lookup::kHit : Lookup::kStale;
 }
