@@ -10,24 +10,28 @@ int64_t ResponseBytes(const Response& r) {
   return n * static_cast<int64_t>(DataTypeSize(r.dtype));
 }
 
-Response* ResponseFuser::GroupFor(const Response& r, bool* opened) {
+Response* ResponseFuser::GroupFor(const Response& r, int64_t bytes, bool* opened) {
   ++added_;
   *opened = false;
-  const int64_t bytes = ResponseBytes(r);
   const bool fusable = r.type == ResponseType::kAllreduce && threshold_bytes_ > 0 &&
                        bytes < direct_bytes_ && bytes <= threshold_bytes_ && r.names.size() == 1;
   if (!fusable) return nullptr;
   const uint8_t dtype = static_cast<uint8_t>(r.dtype), op = static_cast<uint8_t>(r.reduce_op);
-  auto it = std::find_if(open_.begin(), open_.end(), [&](const Open& o) {
+  auto alike = [&](const Open& o) {
     return o.dtype == dtype && o.op == op && o.prescale == r.prescale &&
            o.postscale == r.postscale && o.device == r.device;
-  });
-  if (it != open_.end() && it->bytes + bytes <= threshold_bytes_) {
+  };
+  auto it = last_open_ < open_.size() && alike(open_[last_open_])
+                ? open_.begin() + static_cast<std::ptrdiff_t>(last_open_)
+                : std::find_if(open_.begin(), open_.end(), alike);
+  const bool found = it != open_.end();
+  if (!found) {
+    it = open_.insert(open_.end(), Open{dtype, op, r.prescale, r.postscale, r.device, 0, 0});
+  }
+  last_open_ = static_cast<size_t>(it - open_.begin());
+  if (found && it->bytes + bytes <= threshold_bytes_) {
     it->bytes += bytes;
     return &out_[it->index];
-  }
-  if (it == open_.end()) {
-    it = open_.insert(open_.end(), Open{dtype, op, r.prescale, r.postscale, r.device, 0, 0});
   }
   it->index = out_.size();
   it->bytes = bytes;
@@ -49,7 +53,7 @@ void ResponseFuser::Opened() {
 
 void ResponseFuser::Add(Response&& r) {
   bool opened;
-  Response* group = GroupFor(r, &opened);
+  Response* group = GroupFor(r, ResponseBytes(r), &opened);
   if (!group) {
     out_.push_back(std::move(r));
     if (opened) Opened();
@@ -60,9 +64,9 @@ void ResponseFuser::Add(Response&& r) {
   group->counts.push_back(r.counts[0]);
 }
 
-void ResponseFuser::Add(const Response& r, int32_t id) {
+void ResponseFuser::Add(const Response& r, int32_t id, int64_t bytes) {
   bool opened;
-  Response* group = GroupFor(r, &opened);
+  Response* group = GroupFor(r, bytes, &opened);
   if (!group) {
     out_.push_back(r);
     Response& added = out_.back();
@@ -89,6 +93,7 @@ std::vector<Response> ResponseFuser::Take() {
   std::vector<Response> out;
   out.swap(out_);
   open_.clear();
+  last_open_ = 0;
   return out;
 }
 

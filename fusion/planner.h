@@ -20,6 +20,9 @@
 
 namespace kolo {
 
+// Bytes of tensor data a (possibly fused) allreduce Response covers.
+int64_t ResponseBytes(const Response& r);
+
 std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold_bytes,
                                     int64_t direct_bytes);
 
@@ -36,7 +39,9 @@ class ResponseFuser {
   void Add(Response&& r);
   // `id`: this rank's Request::id of r's one name (or -1). A group keeps its members' ids
   // (Response::ids) while every member has one.
-  void Add(const Response& r, int32_t id = -1);
+  void Add(const Response& r, int32_t id = -1) { Add(r, id, ResponseBytes(r)); }
+  // The same with ResponseBytes(r) known (the response cache keeps it per slot).
+  void Add(const Response& r, int32_t id, int64_t bytes);
   std::vector<Response> Take();
 
  private:
@@ -49,10 +54,10 @@ class ResponseFuser {
     size_t index;   // in `out_`
     int64_t bytes;  // of tensor data in the group
   };
-  // The group `r` joins (its bytes counted), or nullptr when `r` goes into out_ as a Response
-  // of its own: not fusable, or the first member of a new group (then registered as open and
-  // *opened set).
-  Response* GroupFor(const Response& r, bool* opened);
+  // The group `r` (of `bytes`) joins, its bytes counted, or nullptr when `r` goes into out_ as
+  // a Response of its own: not fusable, or the first member of a new group (then registered as
+  // open and *opened set).
+  Response* GroupFor(const Response& r, int64_t bytes, bool* opened);
   // Called with the first member of a new group, just put in out_.
   void Opened();
   // Adds a joining member's id to the group's, or drops the group's when either is missing.
@@ -64,10 +69,8 @@ class ResponseFuser {
   size_t added_ = 0;
   std::vector<Response> out_;
   std::vector<Open> open_;
+  size_t last_open_ = 0;  // in open_: the group joined last, tried first (runs of alike tensors)
 };
-
-// Bytes of tensor data a (possibly fused) allreduce Response covers.
-int64_t ResponseBytes(const Response& r);
 
 }  // namespace kolo
 

@@ -58,18 +58,26 @@ void Controller::Tune(const std::vector<Response>& responses) {
   if (next) announce_ = *next;
 }
 
-StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
+StatusOr<ResponseList> Controller::Negotiate(const RequestList& mine) {
+  std::vector<const Request*> pointers;
+  pointers.reserve(mine.requests.size());
+  for (const Request& r : mine.requests) pointers.push_back(&r);
+  return Negotiate(pointers, mine.shutdown);
+}
+
+StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& mine,
+                                             bool shutdown) {
   const auto start = Clock::now();
   ++stats_.cycles;
   std::vector<Request> uncached;
   uncached.swap(deferred_);
   std::vector<int> stale;
-  const size_t count = mine.requests.size();
+  const size_t count = mine.size();
   found_.assign(count, ResponseCache::Lookup::kMiss);
   found_slots_.assign(count, -1);
   bool any_group = false;
   for (size_t i = 0; i < count; ++i) {
-    const Request& r = mine.requests[i];
+    const Request& r = *mine[i];
     if (r.op == OpType::kJoin) joined_ = true;
     if (cache_.enabled() && ResponseCache::Cacheable(r)) {
       found_[i] = cache_.Find(r, &found_slots_[i]);
@@ -79,14 +87,14 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   std::unordered_map<std::string, bool> group_all_hits;  // group key -> every member hit
   if (any_group) {
     for (size_t i = 0; i < count; ++i) {
-      const Request& r = mine.requests[i];
+      const Request& r = *mine[i];
       if (r.group_size <= 1) continue;
       auto g = group_all_hits.emplace(r.group, true).first;
       g->second = g->second && found_[i] == ResponseCache::Lookup::kHit;
     }
   }
   for (size_t i = 0; i < count; ++i) {
-    Request& r = mine.requests[i];
+    const Request& r = *mine[i];
     ResponseCache::Lookup lookup = found_[i];
     const int slot = found_slots_[i];
     // A group goes one way: when one member cannot be served from the cache, none is, and the
@@ -108,7 +116,7 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
         [[fallthrough]];
       case ResponseCache::Lookup::kMiss:
         if (cache_.enabled() && ResponseCache::Cacheable(r)) ++stats_.cache_misses;
-        uncached.push_back(std::move(r));
+        uncached.push_back(r);
         break;
     }
   }
@@ -118,7 +126,7 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   ready_slots_.clear();
   if (cache_.enabled()) {
     KOLO_RETURN_IF_ERROR(
-        AgreeOnHits(mine.shutdown, stale, &uncached, &ready_slots_, &any_slow, &any_joined));
+        AgreeOnHits(shutdown, stale, &uncached, &ready_slots_, &any_slow, &any_joined));
   }
   ResponseList result;
   if (any_slow) {
@@ -130,7 +138,7 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
     }
     RequestList list;
     list.requests = std::move(uncached);
-    list.shutdown = mine.shutdown;
+    list.shutdown = shutdown;
     auto slow = SlowPath(list);
     if (!slow.ok()) return slow.status();
     result = std::move(*slow);
@@ -141,7 +149,9 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   // their slots to other names.
   ResponseFuser fused(options_.fusion_threshold_bytes, options_.fusion_direct_bytes,
                       ready_slots_.size() + result.responses.size());
-  for (int slot : ready_slots_) fused.Add(cache_.response(slot), hit_id_[slot]);
+  for (int slot : ready_slots_) {
+    fused.Add(cache_.response(slot), hit_id_[slot], cache_.bytes(slot));
+  }
   if (any_slow) {
     if (cache_.enabled()) CacheResponses(result.responses, any_joined);
     for (Response& r : result.responses) {
@@ -151,8 +161,6 @@ StatusOr<ResponseList> Controller::Negotiate(RequestList mine) {
   }
   result.responses = fused.Take();
   Tune(result.responses);
-  // Freed here rather than by the caller, so that negotiate_ns counts what the cycle costs.
-  mine.requests.clear();
   stats_.negotiate_ns += Nanos(Clock::now() - start);
   return result;
 }

@@ -70,7 +70,10 @@ class Controller {
 
   // Collective over the control communicator. An error means the control plane itself failed
   // (a transport error); a malformed message from a peer becomes fatal_error in the result.
-  StatusOr<ResponseList> Negotiate(RequestList mine);
+  // `mine`: this rank's new Requests, read during the call only (the background thread passes
+  // the tensor queue's own, so that a cycle copies no Request it serves from the cache).
+  StatusOr<ResponseList> Negotiate(const std::vector<const Request*>& mine, bool shutdown);
+  StatusOr<ResponseList> Negotiate(const RequestList& mine);
 
   NegotiationStats stats() const;
   // The cycle time in force (the configured one, or the autotuned one); read by the background

@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "fusion/planner.h"
+
 namespace kolo {
 
 namespace {
@@ -14,6 +16,7 @@ ResponseCache::ResponseCache(size_t capacity)
     : capacity_(capacity),
       slots_(capacity),
       hash_(capacity, 0),
+      bytes_(capacity, 0),
       newer_(capacity, kNone),
       older_(capacity, kNone),
       id_(capacity, -1) {
@@ -29,7 +32,7 @@ ResponseCache::ResponseCache(size_t capacity)
 size_t ResponseCache::Probe(uint64_t h, const std::string& name, int* slot) const {
   for (size_t i = h & mask_;; i = (i + 1) & mask_) {
     const int s = index_[i];
-    if (s == kNone || (hash_[s] == h && slots_[s].response.names[0] == name)) {
+    if (s == kNone || (hash_[s] == h && slots_[s].request.name == name)) {
       *slot = s;
       return i;
     }
@@ -38,13 +41,13 @@ size_t ResponseCache::Probe(uint64_t h, const std::string& name, int* slot) cons
 
 void ResponseCache::IndexInsert(int slot) {
   int found;
-  const size_t i = Probe(hash_[slot], slots_[slot].response.names[0], &found);
+  const size_t i = Probe(hash_[slot], slots_[slot].request.name, &found);
   index_[i] = slot;  // found == kNone: Put erased any entry of this name first
 }
 
 void ResponseCache::IndexErase(int slot) {
   int found;
-  size_t hole = Probe(hash_[slot], slots_[slot].response.names[0], &found);
+  size_t hole = Probe(hash_[slot], slots_[slot].request.name, &found);
   // Backward-shift deletion: move later members of the probe run into the hole when their home
   // cell is not between the hole and them, so that no lookup stops early at the hole.
   for (size_t j = (hole + 1) & mask_; index_[j] != kNone; j = (j + 1) & mask_) {
@@ -71,44 +74,6 @@ void ResponseCache::LinkFront(int slot) {
   newest_ = slot;
 }
 
-bool ResponseCache::Cacheable(const Request& r) {
-  if (!r.refused.empty()) return false;
-  switch (r.op) {
-    case OpType::kAllreduce:
-    case OpType::kAllgather:
-    case OpType::kBroadcast:
-    case OpType::kReducescatter:
-    case OpType::kAlltoall:
-      return true;
-    case OpType::kBarrier:  // unique names, and a barrier must include joined ranks
-    case OpType::kJoin:
-      return false;
-  }
-  return false;
-}
-
-namespace {
-
-// Every hit of every cycle compares a shape of a few dimensions, usually no splits and no
-// group: an inline loop beats vector== and string==, which call memcmp even for these.
-bool SameDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-bool SameParameters(const Request& a, const Request& b) {
-  return a.op == b.op && a.dtype == b.dtype && SameDims(a.shape, b.shape) &&
-         a.reduce_op == b.reduce_op && a.root == b.root && a.prescale == b.prescale &&
-         a.postscale == b.postscale && SameDims(a.splits, b.splits) && a.device == b.device &&
-         a.group_size == b.group_size && a.group.size() == b.group.size() &&
-         (a.group.empty() || a.group == b.group);
-}
-
 void ResponseCache::Forget(int slot) {
   if (id_[slot] >= 0) slot_of_id_[id_[slot]] = kNone;
   id_[slot] = -1;
@@ -125,18 +90,12 @@ void ResponseCache::Remember(int slot, int32_t id) {
   id_[slot] = id;
 }
 
-ResponseCache::Lookup ResponseCache::Find(const Request& r, int* slot) {
+ResponseCache::Lookup ResponseCache::FindByName(const Request& r, int* slot) {
   if (capacity_ == 0) return Lookup::kMiss;
   int found = kNone;
-  if (r.id >= 0 && static_cast<size_t>(r.id) < slot_of_id_.size()) {
-    const int s = slot_of_id_[r.id];
-    if (s != kNone && slots_[s].response.names[0] == r.name) found = s;
-  }
-  if (found == kNone) {
-    Probe(NameHash(r.name), r.name, &found);
-    if (found == kNone) return Lookup::kMiss;
-    Remember(found, r.id);
-  }
+  Probe(NameHash(r.name), r.name, &found);
+  if (found == kNone) return Lookup::kMiss;
+  Remember(found, r.id);
   *slot = found;
   return SameParameters(slots_[found].request, r) ? Lookup::kHit : Lookup::kStale;
 }
@@ -176,7 +135,9 @@ int ResponseCache::Put(const Response& single, const Request& mine,
   s.response = single;
   s.request = mine;
   s.request.refused.clear();
+  s.request.name = single.names[0];  // also for a placeholder Request (Controller)
   hash_[slot] = h;
+  bytes_[slot] = ResponseBytes(single);
   IndexInsert(slot);
   LinkFront(slot);
   Remember(slot, mine.id);

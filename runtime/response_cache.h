@@ -24,6 +24,7 @@
 #define KOLO_RUNTIME_RESPONSE_CACHE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,31 @@
 #include "runtime/message.h"
 
 namespace kolo {
+
+namespace internal {
+
+// Every hit of every cycle compares a shape of a few dimensions, usually no splits and no
+// group: an inline loop beats vector== and string==, which call memcmp even for these.
+inline bool SameDims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace internal
+
+// True when `a` and `b` ask for the same operation with the same parameters (all that goes into
+// a Response, including this rank's shape and splits), in the same group: the coordinator
+// refuses a name grouped on one rank and not on another, so a hit must not pass it.
+inline bool SameParameters(const Request& a, const Request& b) {
+  return a.op == b.op && a.dtype == b.dtype && a.reduce_op == b.reduce_op && a.root == b.root &&
+         a.prescale == b.prescale && a.postscale == b.postscale && a.device == b.device &&
+         a.group_size == b.group_size && internal::SameDims(a.shape, b.shape) &&
+         internal::SameDims(a.splits, b.splits) && a.group.size() == b.group.size() &&
+         (a.group.empty() || a.group == b.group);
+}
 
 class ResponseCache {
  public:
@@ -48,13 +74,27 @@ class ResponseCache {
 
   // Only operations whose Response depends on nothing but the ranks' Requests are cached:
   // allreduce, allgather, broadcast, reducescatter, alltoall; never a refused Request.
-  static bool Cacheable(const Request& r);
+  static bool Cacheable(const Request& r) {
+    // Barriers have unique names and must include joined ranks; joins are never cached.
+    return r.refused.empty() && r.op != OpType::kBarrier && r.op != OpType::kJoin;
+  }
 
   // Looks `r` up by id, else by name (then remembering the id); *slot is set for kHit and
-  // kStale.
-  Lookup Find(const Request& r, int* slot);
+  // kStale. Inline: it runs for every submission of every cycle, nearly always a hit by id.
+  Lookup Find(const Request& r, int* slot) {
+    if (r.id >= 0 && static_cast<size_t>(r.id) < slot_of_id_.size()) {
+      const int s = slot_of_id_[r.id];
+      if (s != kNone && slots_[s].request.name == r.name) {
+        *slot = s;
+        return SameParameters(slots_[s].request, r) ? Lookup::kHit : Lookup::kStale;
+      }
+    }
+    return FindByName(r, slot);
+  }
   const Response& response(int slot) const { return slots_[slot].response; }
-  const std::string& name(int slot) const { return slots_[slot].response.names[0]; }
+  const std::string& name(int slot) const { return slots_[slot].request.name; }
+  // ResponseBytes(response(slot)), kept so that fusing a hit does not recount it.
+  int64_t bytes(int slot) const { return bytes_[slot]; }
   // This rank's Request for the slot's name: every field equals that of a submission that hits
   // it (SameParameters, the name, this rank, not refused), so a hit needs no copy of its own.
   const Request& request(int slot) const { return slots_[slot].request; }
@@ -74,9 +114,12 @@ class ResponseCache {
   struct Slot {
     bool occupied = false;
     Response response;
-    Request request;
+    Request request;  // request.name == response.names[0], compared inline (no indirection)
   };
   static constexpr int kNone = -1;
+
+  // Find when r's id does not lead to its name's slot.
+  Lookup FindByName(const Request& r, int* slot);
 
   // The index position holding `slot`'s name, or of the empty cell where a name of hash `h`
   // would go (Find by name: `name` non-null).
@@ -93,6 +136,7 @@ class ResponseCache {
   size_t size_ = 0;
   std::vector<Slot> slots_;
   std::vector<uint64_t> hash_;  // per slot: the hash of its name
+  std::vector<int64_t> bytes_;  // per slot: ResponseBytes of its Response
   std::vector<int> index_;      // open addressing: slot numbers or kNone; a power of two long
   size_t mask_ = 0;
   std::vector<int> newer_, older_;  // per slot: LRU neighbours (kNone at the ends)
@@ -101,11 +145,6 @@ class ResponseCache {
   int newest_ = kNone, oldest_ = kNone;
   std::vector<int> free_;  // free slots, lowest last
 };
-
-// True when `a` and `b` ask for the same operation with the same parameters (all that goes into
-// a Response, including this rank's shape and splits), in the same group: the coordinator
-// refuses a name grouped on one rank and not on another, so a hit must not pass it.
-bool SameParameters(const Request& a, const Request& b);
 
 }  // namespace kolo
 

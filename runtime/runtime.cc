@@ -411,7 +411,7 @@ void Runtime::BackgroundLoop() {
     // The configured cycle time, or the autotuner's.
     const auto cycle = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double, std::milli>(controller_.cycle_time_ms()));
-    RequestList mine;
+    bool shutdown;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Without KOLO_WAKE_ON_SUBMIT work_arrived_ stays false: Horovod's fixed cycle.
@@ -432,16 +432,16 @@ void Runtime::BackgroundLoop() {
         lock.lock();
       }
       work_arrived_ = false;
-      mine.shutdown = shutdown_requested_;
+      shutdown = shutdown_requested_;
     }
     cycle_start = Clock::now();
     timeline_.CycleStarted();
-    mine.requests = queue_.TakeNewRequests();
-    timeline_.Dequeued(mine.requests);
+    queue_.TakeNewRequests(&mine_);
+    timeline_.Dequeued(mine_);
     auto result = [&] {
       // On rank 0, the coordinator reports each rank's Request to the timeline (ready marks).
       ScopedRequestObserver observe(timeline_.enabled() ? &timeline_ : nullptr);
-      return controller_.Negotiate(std::move(mine));
+      return controller_.Negotiate(mine_, shutdown);
     }();
     {
       std::lock_guard<std::mutex> lock(stats_mu_);

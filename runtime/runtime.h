@@ -149,6 +149,7 @@ class Runtime {
   std::optional<CostModel> cost_model_;
   CollectiveChoice collectives_;  // all-gather, broadcast, reduce-scatter, all-to-all
   TensorQueue queue_;
+  std::vector<const Request*> mine_;  // background thread: this cycle's new Requests (in queue_)
   Timeline timeline_;
 
   std::mutex mu_;

@@ -17,9 +17,25 @@ int32_t TensorQueue::Intern(const std::string& name) {
   return id;
 }
 
+void TensorQueue::Detach(int32_t id) {
+  Slot& s = slots_[id];
+  if (!s.pending) return;
+  s.pending = false;
+  loose_.push_back(s.entry.request);
+  for (NewRequest& n : new_requests_) {
+    if (n.id == id) n = NewRequest{&loose_.back(), -1};
+  }
+}
+
+void TensorQueue::AddLoose(Request request) {
+  loose_.push_back(std::move(request));
+  new_requests_.push_back(NewRequest{&loose_.back(), -1});
+}
+
 void TensorQueue::ReleaseId(int32_t id) {
   Slot& s = slots_[id];
   if (!s.in_flight) return;
+  Detach(id);
   s.in_flight = false;
   s.taken = false;
   s.entry = TensorEntry{};
@@ -53,9 +69,10 @@ Status TensorQueue::Add(TensorEntry entry) {
                                 "; wait for it before reusing the name");
   }
   entry.request.id = id;
-  new_requests_.push_back(entry.request);
   s.in_flight = true;
+  s.pending = true;
   s.entry = std::move(entry);
+  new_requests_.push_back(NewRequest{&s.entry.request, id});
   ++in_flight_;
   return Status::OK();
 }
@@ -79,9 +96,11 @@ Status TensorQueue::AddGroup(std::vector<TensorEntry> entries) {
   for (TensorEntry& e : entries) {
     const int32_t id = Intern(e.request.name);
     e.request.id = id;
-    new_requests_.push_back(e.request);
-    slots_[id].in_flight = true;
-    slots_[id].entry = std::move(e);
+    Slot& s = slots_[id];
+    s.in_flight = true;
+    s.pending = true;
+    s.entry = std::move(e);
+    new_requests_.push_back(NewRequest{&s.entry.request, id});
     ++in_flight_;
   }
   return Status::OK();
@@ -90,14 +109,21 @@ Status TensorQueue::AddGroup(std::vector<TensorEntry> entries) {
 void TensorQueue::AddRefused(Request request) {
   std::lock_guard<std::mutex> lock(mu_);
   request.id = -1;
-  if (!closed_) new_requests_.push_back(std::move(request));
+  if (!closed_) AddLoose(std::move(request));
 }
 
-std::vector<Request> TensorQueue::TakeNewRequests() {
+void TensorQueue::TakeNewRequests(std::vector<const Request*>* out) {
+  out->clear();
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<Request> out;
-  out.swap(new_requests_);
-  return out;
+  // The caller is done with the loose Requests it was given last time.
+  loose_.erase(loose_.begin(), loose_.begin() + static_cast<std::ptrdiff_t>(loose_handed_));
+  loose_handed_ = loose_.size();
+  out->reserve(new_requests_.size());
+  for (const NewRequest& n : new_requests_) {
+    if (n.id >= 0) slots_[n.id].pending = false;
+    out->push_back(n.request);
+  }
+  new_requests_.clear();
 }
 
 bool TensorQueue::HasNewRequests() {
@@ -111,6 +137,7 @@ TensorEntry TensorQueue::Take(const std::string& name) {
   if (it == ids_.end()) return TensorEntry{};
   Slot& s = slots_[it->second];
   if (!s.in_flight || s.taken) return TensorEntry{};
+  Detach(it->second);
   s.taken = true;
   return std::move(s.entry);
 }
@@ -121,6 +148,7 @@ TensorEntry TensorQueue::Take(int32_t id, const std::string& name) {
     if (id >= 0 && static_cast<size_t>(id) < slots_.size()) {
       Slot& s = slots_[id];
       if (s.in_flight && !s.taken && s.entry.request.name == name) {
+        Detach(id);
         s.taken = true;
         return std::move(s.entry);
       }
@@ -163,6 +191,8 @@ std::vector<TensorEntry> TensorQueue::Close(const std::string& reason) {
   free_ids_.clear();
   in_flight_ = 0;
   new_requests_.clear();
+  loose_.clear();
+  loose_handed_ = 0;
   return out;
 }
 

@@ -10,11 +10,17 @@
 // training loop's names keep theirs from step to step; names unused for a while are dropped in
 // bulk (and their ids reused) once they outnumber those in flight, so that unique names
 // (barriers, joins, one-off tensors) do not grow the table forever.
+//
+// The background thread reads new Requests where the table keeps them (TakeNewRequests hands
+// out pointers) rather than taking a copy of each: a copy per submission per cycle, with its
+// heap-allocated shape, was a large part of a cycle's cost with a thousand tensors. The table
+// is a deque, so that interning a new name never moves the entries handed out.
 #ifndef KOLO_RUNTIME_TENSOR_QUEUE_H_
 #define KOLO_RUNTIME_TENSOR_QUEUE_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,8 +53,12 @@ class TensorQueue {
   // Queues a Request without a local entry: a submission this rank refused, announced so the
   // coordinator can fail the name on the other ranks.
   void AddRefused(Request request);
-  // Moves out the Requests added since the last call.
-  std::vector<Request> TakeNewRequests();
+  // Replaces *out with the Requests added since the last call, in order, as pointers to the
+  // queue's own copies. Each stays valid and unchanged until its entry is taken or released,
+  // the next TakeNewRequests, or Close.
+  // Take, Release, TakeNewRequests and Close are for one thread (the background thread); Add,
+  // AddGroup and AddRefused may run on any thread meanwhile.
+  void TakeNewRequests(std::vector<const Request*>* out);
   bool HasNewRequests();
   // Moves out the entry of `name` for execution (nullptr handle if absent); the name stays
   // reserved until Release.
@@ -73,21 +83,36 @@ class TensorQueue {
  private:
   struct Slot {
     bool in_flight = false;
-    bool taken = false;  // in flight and moved out by Take: the reservation
+    bool taken = false;    // in flight and moved out by Take: the reservation
+    bool pending = false;  // entry.request is in new_requests_, not yet handed out
     TensorEntry entry;
+  };
+  struct NewRequest {
+    const Request* request;  // in slots_ (entry.request) or in loose_
+    int32_t id;              // the slot holding it, or -1 (in loose_)
   };
   // The name's id, interning it if new; mu_ held.
   int32_t Intern(const std::string& name);
   // Ends the reservation of `id`; mu_ held.
   void ReleaseId(int32_t id);
+  // Before a slot's entry leaves it while its Request waits to be handed out (an error
+  // Response can name a submission made after this cycle's TakeNewRequests): a copy of the
+  // Request goes out instead. mu_ held.
+  void Detach(int32_t id);
+  // Queues a Request without a slot; mu_ held.
+  void AddLoose(Request request);
   std::string InFlightError(const Request& r) const;
 
   std::mutex mu_;
   std::unordered_map<std::string, int32_t> ids_;  // every interned name
-  std::vector<Slot> slots_;                       // by id
+  std::deque<Slot> slots_;                        // by id
   std::vector<int32_t> free_ids_;                 // ids of names dropped by a sweep
   size_t in_flight_ = 0;
-  std::vector<Request> new_requests_;
+  std::vector<NewRequest> new_requests_;
+  // Requests without a slot (refused ones, detached copies); the first `loose_handed_` went out
+  // with the last TakeNewRequests and are dropped by the next.
+  std::deque<Request> loose_;
+  size_t loose_handed_ = 0;
   bool closed_ = false;
   std::string closed_reason_;
 };

@@ -255,13 +255,13 @@ void Timeline::Submitted(const Request& request) {
   FlushLocked(false);
 }
 
-void Timeline::Dequeued(const std::vector<Request>& requests) {
+void Timeline::Dequeued(const std::vector<const Request*>& requests) {
   if (!enabled() || requests.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!writer_) return;
   const int64_t ts = Now();
-  for (const Request& r : requests) {
-    Row* row = Find(r.name);
+  for (const Request* r : requests) {
+    Row* row = Find(r->name);
     if (!row || !row->queued) continue;
     Emit(*row, 'E', {}, ts);
     row->queued = false;

@@ -69,7 +69,7 @@ class Timeline : public RequestObserver {
   // Rank 0 submitted a Request (before it is queued, so Dequeued cannot come first).
   void Submitted(const Request& request);
   // The background thread took these Requests for negotiation.
-  void Dequeued(const std::vector<Request>& requests);
+  void Dequeued(const std::vector<const Request*>& requests);
   // RequestObserver: a rank's Request reached the coordinator.
   void RequestArrived(const Request& request, int rank) override;
   // Negotiation produced these Responses (error Responses end their tensors here).

@@ -12,11 +12,20 @@ TensorEntry Entry(const std::string& name) {
   return e;
 }
 
+// Copies of the Requests TakeNewRequests points at.
+std::vector<Request> TakeNew(TensorQueue& q) {
+  std::vector<const Request*> taken;
+  q.TakeNewRequests(&taken);
+  std::vector<Request> out;
+  for (const Request* r : taken) out.push_back(*r);
+  return out;
+}
+
 TEST(TensorQueue, NameStaysReservedWhileItsOperationRuns) {
   TensorQueue q;
   ASSERT_TRUE(q.Add(Entry("y")).ok());
   EXPECT_EQ(q.Add(Entry("y")).code(), StatusCode::kInvalidArgument);
-  ASSERT_EQ(q.TakeNewRequests().size(), 1u);
+  ASSERT_EQ(TakeNew(q).size(), 1u);
   TensorEntry running = q.Take("y");
   ASSERT_TRUE(running.handle);
   // Executing, not yet completed: still in flight.
@@ -44,7 +53,7 @@ TEST(TensorQueue, IdsAreStableAcrossSubmissionsAndTakeByIdChecksTheName) {
   TensorQueue q;
   ASSERT_TRUE(q.Add(Entry("a")).ok());
   ASSERT_TRUE(q.Add(Entry("b")).ok());
-  std::vector<Request> added = q.TakeNewRequests();
+  std::vector<Request> added = TakeNew(q);
   ASSERT_EQ(added.size(), 2u);
   const int32_t a = added[0].id, b = added[1].id;
   EXPECT_GE(a, 0);
@@ -57,7 +66,7 @@ TEST(TensorQueue, IdsAreStableAcrossSubmissionsAndTakeByIdChecksTheName) {
   EXPECT_EQ(q.Add(Entry("a")).code(), StatusCode::kInvalidArgument);
   q.Release(ea.request);
   ASSERT_TRUE(q.Add(Entry("a")).ok());
-  EXPECT_EQ(q.TakeNewRequests().at(0).id, a);  // the same name keeps its id
+  EXPECT_EQ(TakeNew(q).at(0).id, a);  // the same name keeps its id
 }
 
 TEST(TensorQueue, IdleNamesAreDroppedOnceTheyOutnumberThoseInFlight) {
@@ -71,9 +80,37 @@ TEST(TensorQueue, IdleNamesAreDroppedOnceTheyOutnumberThoseInFlight) {
     q.Release(e.request);
   }
   EXPECT_LE(q.interned(), TensorQueue::kMaxIdleNames + 1);
-  std::vector<Request> added = q.TakeNewRequests();
+  std::vector<Request> added = TakeNew(q);
   EXPECT_TRUE(q.Take(added[0].id, "kept").handle);  // a name in flight survives a sweep
   EXPECT_EQ(q.Add(Entry("kept")).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TensorQueue, NewRequestsKeepTheirOrderAndOutliveAnEarlyTake) {
+  TensorQueue q;
+  ASSERT_TRUE(q.Add(Entry("a")).ok());
+  Request refused;
+  refused.name = "r";
+  refused.refused = "no";
+  q.AddRefused(refused);
+  ASSERT_TRUE(q.Add(Entry("b")).ok());
+  // An error Response may complete a submission before the background thread has taken its
+  // Request: the Request still goes out, unchanged.
+  TensorEntry b = q.Take("b");
+  ASSERT_TRUE(b.handle);
+  q.Release(b.request);
+  std::vector<const Request*> taken;
+  q.TakeNewRequests(&taken);
+  ASSERT_EQ(taken.size(), 3u);
+  EXPECT_EQ(taken[0]->name, "a");
+  EXPECT_EQ(taken[1]->name, "r");
+  EXPECT_EQ(taken[1]->refused, "no");
+  EXPECT_EQ(taken[2]->name, "b");
+  EXPECT_EQ(taken[2]->id, b.request.id);
+  EXPECT_FALSE(q.HasNewRequests());
+  ASSERT_TRUE(q.Add(Entry("c")).ok());
+  q.TakeNewRequests(&taken);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0]->name, "c");
 }
 
 }  // namespace

@@ -455,7 +455,7 @@ TEST(Timeline, ResubmissionDuringAFusedResponseKeepsItsNegotiation) {
   again.names = {"a"};
   timeline.Submitted(a);
   timeline.Submitted(b);
-  timeline.Dequeued({a, b});
+  timeline.Dequeued({&a, &b});
   timeline.RequestArrived(a, 0);
   timeline.RequestArrived(b, 0);
   timeline.Negotiated({fused});
@@ -464,7 +464,7 @@ TEST(Timeline, ResubmissionDuringAFusedResponseKeepsItsNegotiation) {
   timeline.Submitted(a);  // the application's next step
   timeline.TensorFinished(b, Status::OK());
   timeline.ExecutionFinished(fused);
-  timeline.Dequeued({a});
+  timeline.Dequeued({&a});
   timeline.RequestArrived(a, 0);
   timeline.Negotiated({again});
   timeline.ExecutionStarted(again);
