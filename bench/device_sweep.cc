@@ -75,14 +75,9 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
     }
     for (const OpInfo* op : options.ops) {
       ncclRedOp_t nop;
-      switch (static_cast<ReduceOp>(op->kolo)) {
-        case ReduceOp::kSum: nop = ncclSum; break;
-        case ReduceOp::kMin: nop = ncclMin; break;
-        case ReduceOp::kMax: nop = ncclMax; break;
-        case ReduceOp::kProduct: nop = ncclProd; break;
-        default:
-          report->Note(std::string(op->name) + ": compared on the sum path only; skipped");
-          continue;
+      if (!NcclRedOp(static_cast<ReduceOp>(op->kolo), &nop)) {
+        report->Note(std::string(op->name) + ": NCCL has no such reduction; skipped");
+        continue;
       }
       const CheckPattern pattern(*dtype, *op, world.size);
       pattern.Fill(host.data(), max_bytes / static_cast<int64_t>(dtype->size), world.rank, 0);

@@ -20,20 +20,6 @@ namespace kolo {
 
 namespace {
 
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    cudaSetDevice(device);
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-};
-
 bool IsFloating(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 ||
          t == DataType::kFloat64;
@@ -43,7 +29,7 @@ bool IsFloating(DataType t) {
 
 StatusOr<void*> RecordReadyEvent(int device, void* stream) {
   if (stream == nullptr) return static_cast<void*>(nullptr);
-  DeviceScope scope(device);
+  CudaDeviceScope scope(device);
   cudaEvent_t ev = nullptr;
   KOLO_CUDA_CALL(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   const cudaError_t e = cudaEventRecord(ev, static_cast<cudaStream_t>(stream));
@@ -66,7 +52,7 @@ Status DeviceBroadcast(Communicator& comm, int device, const void* input, void* 
     return FailedPreconditionError("tensor on cuda:" + std::to_string(device) +
                                    ", but this process has no such CUDA device (" + why + ")");
   }
-  DeviceScope scope(device);
+  CudaDeviceScope scope(device);
   KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device));
   if (ready_event != nullptr) {
     const cudaError_t e = cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(ready_event), 0);
@@ -84,7 +70,7 @@ Status DeviceBroadcast(Communicator& comm, int device, const void* input, void* 
 DeviceAllreduce::~DeviceAllreduce() {
   for (auto& [device, buf] : buffers_) {
     if (buf.first != nullptr) {
-      DeviceScope scope(device);
+      CudaDeviceScope scope(device);
       cudaFree(buf.first);
     }
   }
@@ -98,7 +84,7 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
     return FailedPreconditionError("tensors on cuda:" + std::to_string(device) +
                                    ", but this process has no such CUDA device (" + why + ")");
   }
-  DeviceScope scope(device);
+  CudaDeviceScope scope(device);
   KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device));
   Status waited;
   for (void* ev : ready_events) {

@@ -18,6 +18,24 @@ inline Status CudaError(cudaError_t e, const char* call) {
                        cudaGetErrorString(e));
 }
 
+// Makes `device` current for a scope and restores the previous one (kolo's calls may run on a
+// thread whose current device the framework chose).
+class CudaDeviceScope {
+ public:
+  explicit CudaDeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    cudaSetDevice(device);
+  }
+  ~CudaDeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  CudaDeviceScope(const CudaDeviceScope&) = delete;
+  CudaDeviceScope& operator=(const CudaDeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 }  // namespace kolo
 
 #define KOLO_CUDA_CALL(call)                                        \

@@ -10,16 +10,6 @@ namespace kolo {
 
 namespace {
 
-bool NcclOpOf(ReduceOp op, ncclRedOp_t* out) {
-  switch (op) {
-    case ReduceOp::kSum: *out = ncclSum; return true;
-    case ReduceOp::kMin: *out = ncclMin; return true;
-    case ReduceOp::kMax: *out = ncclMax; return true;
-    case ReduceOp::kProduct: *out = ncclProd; return true;
-    default: return false;
-  }
-}
-
 // Everything a call needs, with the device current for the scope.
 struct Enqueue {
   const NcclApi* api = nullptr;
@@ -44,7 +34,7 @@ Status Types(DataType dtype, ReduceOp op, ncclDataType_t* t, ncclRedOp_t* o) {
   if (!NcclDataType(dtype, t)) {
     return UnimplementedError("NCCL has no " + std::string(DataTypeName(dtype)));
   }
-  if (!NcclOpOf(op, o)) return UnimplementedError("NCCL has no such reduction");
+  if (!NcclRedOp(op, o)) return UnimplementedError("NCCL has no such reduction");
   return Status::OK();
 }
 

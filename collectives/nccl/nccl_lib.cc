@@ -103,4 +103,14 @@ bool NcclDataType(DataType dtype, ncclDataType_t* out) {
   }
 }
 
+bool NcclRedOp(ReduceOp op, ncclRedOp_t* out) {
+  switch (op) {
+    case ReduceOp::kSum: *out = ncclSum; return true;
+    case ReduceOp::kMin: *out = ncclMin; return true;
+    case ReduceOp::kMax: *out = ncclMax; return true;
+    case ReduceOp::kProduct: *out = ncclProd; return true;
+    default: return false;
+  }
+}
+
 }  // namespace kolo

@@ -49,6 +49,9 @@ Status NcclError(ncclResult_t r, const char* call);
 
 // NCCL's type for a kolo dtype; false for dtypes NCCL has not (int16, uint16, bool).
 bool NcclDataType(DataType dtype, ncclDataType_t* out);
+// NCCL's reduction for kSum, kMin, kMax, kProduct; false for the others (Average is Sum plus a
+// scale, done by the caller).
+bool NcclRedOp(ReduceOp op, ncclRedOp_t* out);
 
 }  // namespace kolo
 

@@ -24,16 +24,6 @@ namespace kolo {
 
 namespace {
 
-bool NcclOp(ReduceOp op, ncclRedOp_t* out) {
-  switch (op) {
-    case ReduceOp::kSum: *out = ncclSum; return true;
-    case ReduceOp::kMin: *out = ncclMin; return true;
-    case ReduceOp::kMax: *out = ncclMax; return true;
-    case ReduceOp::kProduct: *out = ncclProd; return true;
-    default: return false;
-  }
-}
-
 // What every NCCL call here needs: the API, the buffers' device, NCCL's dtype and op, the
 // stream; with the device made current (restored by the caller's scope).
 struct Call {
@@ -61,25 +51,10 @@ StatusOr<Call> Prepare(const AllreduceArgs& args, const char* what) {
     return UnimplementedError(std::string(what) + ": NCCL has no " +
                               std::string(DataTypeName(args.dtype)));
   }
-  if (!NcclOp(args.op, &c.op)) return UnimplementedError(std::string(what) + ": no such NCCL op");
+  if (!NcclRedOp(args.op, &c.op)) return UnimplementedError(std::string(what) + ": no such NCCL op");
   KOLO_ASSIGN_OR_RETURN(c.stream, KoloStream(c.device));
   return c;
 }
-
-// Makes `device` current for the scope.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    cudaSetDevice(device);
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-};
 
 }  // namespace
 
@@ -87,7 +62,7 @@ Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args) {
   KOLO_ASSIGN_OR_RETURN(Call c, Prepare(args, "ncclAllReduce"));
   KOLO_ASSIGN_OR_RETURN(ncclComm_t nc, NcclCommFor(comm, c.device));
   if (args.count == 0) return Status::OK();
-  DeviceScope scope(c.device);
+  CudaDeviceScope scope(c.device);
   KOLO_NCCL_CALL(c.api, AllReduce, args.send, args.recv, args.count, c.dtype, c.op, nc, c.stream);
   return WaitForNccl(comm, c.device, c.stream, "ncclAllReduce");
 }
@@ -116,7 +91,7 @@ Status RunNcclHierarchicalAllreduce(Communicator& comm, const AllreduceArgs& arg
   Status alloc;
   auto get = [&, dev = c.device](size_t bytes) -> void* {
     if (size < bytes) {
-      DeviceScope scope(dev);
+      CudaDeviceScope scope(dev);
       if (buf != nullptr) cudaFree(buf);
       buf = nullptr;
       size = 0;
