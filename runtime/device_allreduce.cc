@@ -118,6 +118,7 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
   KOLO_ASSIGN_OR_RETURN(AllreduceAlgorithm * algo, selector.Select(in));
 
   void* data = nullptr;
+  std::vector<DeviceSegment> pack, unpack;
   const bool direct = job.tensors.size() == 1 && job.prescale == 1.0;
   if (direct) {
     const FusedTensor& t = job.tensors[0];
@@ -136,17 +137,15 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
       size = total * es;
     }
     data = buf;
-    std::vector<const void*> inputs;
-    std::vector<size_t> counts, offsets;
+    // Tensor i's slot in the buffer, both ways: in with the prescale, out with the postscale.
     size_t at = 0;
     for (const FusedTensor& t : job.tensors) {
-      inputs.push_back(t.input);
-      counts.push_back(t.count);
-      offsets.push_back(at);
+      char* slot = static_cast<char*>(data) + at;
+      pack.push_back({t.input, slot, t.count});
+      unpack.push_back({slot, t.output, t.count});
       at += t.count * es;
     }
-    KOLO_RETURN_IF_ERROR(PackToFusion(inputs, counts, offsets, data, job.dtype, job.prescale,
-                                      stream));
+    KOLO_RETURN_IF_ERROR(BatchedScaleCopy(pack, job.dtype, job.prescale, stream));
   }
   KOLO_RETURN_IF_ERROR(algo->Run(comm, AllreduceArgs{data, data, total, job.dtype, op})
                            .AddContext(std::string(algo->Name())));
@@ -156,17 +155,7 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
           BatchedScaleCopy({{data, data, total}}, job.dtype, postscale, stream));
     }
   } else {
-    std::vector<void*> outputs;
-    std::vector<size_t> counts, offsets;
-    size_t at = 0;
-    for (const FusedTensor& t : job.tensors) {
-      outputs.push_back(t.output);
-      counts.push_back(t.count);
-      offsets.push_back(at);
-      at += t.count * es;
-    }
-    KOLO_RETURN_IF_ERROR(UnpackFromFusion(data, offsets, outputs, counts, job.dtype, postscale,
-                                          stream));
+    KOLO_RETURN_IF_ERROR(BatchedScaleCopy(unpack, job.dtype, postscale, stream));
   }
   return WaitForNccl(comm, device, stream, "unpack of the all-reduced tensors");
 }

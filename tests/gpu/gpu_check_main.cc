@@ -28,6 +28,7 @@
 #include "collectives/nccl/nccl_run.h"
 #include "collectives/reduce.h"
 #include "fusion/cuda/device_pack.h"
+#include "tests/gpu/gpu_values.h"
 #include "kolo/config.h"
 #if KOLO_WITH_NCCL
 #include "collectives/nccl/nccl_comm.h"
@@ -60,24 +61,7 @@ class SoloCommunicator : public Communicator {
 };
 
 std::vector<uint8_t> Pattern(DataType dtype, size_t count, int seed) {
-  const size_t es = DataTypeSize(dtype);
-  std::vector<uint8_t> out(count * es);
-  for (size_t i = 0; i < count; ++i) {
-    const int v = static_cast<int>((i * 37 + static_cast<size_t>(seed) * 11) % 101) - 50;
-    uint8_t* p = out.data() + i * es;
-    switch (dtype) {
-      case DataType::kFloat32: { float f = v * 0.37f; std::memcpy(p, &f, 4); break; }
-      case DataType::kFloat64: { double d = v * 0.37; std::memcpy(p, &d, 8); break; }
-      case DataType::kFloat16: { uint16_t h = FloatToHalf(v * 0.37f); std::memcpy(p, &h, 2); break; }
-      case DataType::kBFloat16: { uint16_t b = FloatToBFloat16(v * 0.37f); std::memcpy(p, &b, 2); break; }
-      case DataType::kBool: *p = static_cast<uint8_t>(v > 0); break;
-      default: {
-        const int64_t x = (dtype == DataType::kUInt8 || dtype == DataType::kUInt16) ? v + 50 : v;
-        std::memcpy(p, &x, es);
-      }
-    }
-  }
-  return out;
+  return gpu_testing::PatternBytes(dtype, count, seed);
 }
 
 const DataType kDtypes[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,

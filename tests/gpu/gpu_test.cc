@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "collectives/reduce.h"
 #include "collectives/registry.h"
 #include "fusion/cuda/device_pack.h"
+#include "tests/gpu/gpu_values.h"
 #include "kolo/config.h"
 #include "unit/thread_world.h"
 
@@ -31,27 +31,8 @@ namespace {
 constexpr uint8_t kPoison = 0xA5;
 
 // Bytes that hold valid values of every dtype: small integers, or halves/floats from them.
-std::vector<uint8_t> Values(DataType dtype, size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> small(-50, 50);
-  const size_t size = DataTypeSize(dtype);
-  std::vector<uint8_t> out(count * size);
-  for (size_t i = 0; i < count; ++i) {
-    const int v = small(rng);
-    uint8_t* p = out.data() + i * size;
-    switch (dtype) {
-      case DataType::kFloat32: { float f = v * 0.37f; std::memcpy(p, &f, 4); break; }
-      case DataType::kFloat64: { double d = v * 0.37; std::memcpy(p, &d, 8); break; }
-      case DataType::kFloat16: { uint16_t h = FloatToHalf(v * 0.37f); std::memcpy(p, &h, 2); break; }
-      case DataType::kBFloat16: { uint16_t b = FloatToBFloat16(v * 0.37f); std::memcpy(p, &b, 2); break; }
-      case DataType::kBool: *p = static_cast<uint8_t>(v > 0); break;
-      default: {
-        const int64_t x = (dtype == DataType::kUInt8 || dtype == DataType::kUInt16) ? v + 50 : v;
-        std::memcpy(p, &x, size);  // little-endian: the low bytes are the value
-      }
-    }
-  }
-  return out;
+std::vector<uint8_t> Values(DataType dtype, size_t count, int seed) {
+  return gpu_testing::PatternBytes(dtype, count, seed);
 }
 
 const DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kUInt16,
