@@ -1,5 +1,7 @@
 #include "runtime/controller.h"
 
+#include <algorithm>
+
 #include "fusion/planner.h"
 #include "runtime/wire/wire.h"
 
@@ -60,12 +62,18 @@ void Controller::Tune(const std::vector<Response>& responses) {
 
 StatusOr<ResponseList> Controller::Negotiate(const RequestList& mine) {
   std::vector<const Request*> pointers;
+  std::vector<RequestKey> keys;
   pointers.reserve(mine.requests.size());
-  for (const Request& r : mine.requests) pointers.push_back(&r);
-  return Negotiate(pointers, mine.shutdown);
+  keys.reserve(mine.requests.size());
+  for (const Request& r : mine.requests) {
+    pointers.push_back(&r);
+    keys.push_back(RequestKey::Of(r));
+  }
+  return Negotiate(pointers, keys, mine.shutdown);
 }
 
 StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& mine,
+                                             const std::vector<RequestKey>& keys,
                                              bool shutdown) {
   const auto start = Clock::now();
   ++stats_.cycles;
@@ -73,35 +81,9 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
   uncached.swap(deferred_);
   std::vector<int> stale;
   const size_t count = mine.size();
-  found_.assign(count, ResponseCache::Lookup::kMiss);
-  found_slots_.assign(count, -1);
-  bool any_group = false;
-  for (size_t i = 0; i < count; ++i) {
-    const Request& r = *mine[i];
-    if (r.op == OpType::kJoin) joined_ = true;
-    if (cache_.enabled() && ResponseCache::Cacheable(r)) {
-      found_[i] = cache_.Find(r, &found_slots_[i]);
-    }
-    any_group = any_group || r.group_size > 1;
-  }
-  std::unordered_map<std::string, bool> group_all_hits;  // group key -> every member hit
-  if (any_group) {
-    for (size_t i = 0; i < count; ++i) {
-      const Request& r = *mine[i];
-      if (r.group_size <= 1) continue;
-      auto g = group_all_hits.emplace(r.group, true).first;
-      g->second = g->second && found_[i] == ResponseCache::Lookup::kHit;
-    }
-  }
-  for (size_t i = 0; i < count; ++i) {
-    const Request& r = *mine[i];
-    ResponseCache::Lookup lookup = found_[i];
-    const int slot = found_slots_[i];
-    // A group goes one way: when one member cannot be served from the cache, none is, and the
-    // others' slots are invalidated so that every rank sends this group the slow way.
-    if (lookup == ResponseCache::Lookup::kHit && r.group_size > 1 && !group_all_hits[r.group]) {
-      lookup = ResponseCache::Lookup::kStale;
-    }
+  // A hit waits for the peers; anything else goes to the coordinator.
+  auto settle = [&](size_t i, ResponseCache::Lookup lookup, int slot) {
+    const RequestKey& k = keys[i];
     if (lookup == ResponseCache::Lookup::kHit && Waiting(slot)) {
       // Cannot happen (a name is in flight once, a slot holds one name); never drop a Request.
       lookup = ResponseCache::Lookup::kMiss;
@@ -109,24 +91,54 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
     switch (lookup) {
       case ResponseCache::Lookup::kHit:
         ++stats_.cache_hits;
-        Hold(slot, start, r.id);
+        Hold(slot, start, k.id);
         break;
       case ResponseCache::Lookup::kStale:
         stale.push_back(slot);
         [[fallthrough]];
       case ResponseCache::Lookup::kMiss:
-        if (cache_.enabled() && ResponseCache::Cacheable(r)) ++stats_.cache_misses;
-        uncached.push_back(r);
+        if (cache_.enabled() && k.cacheable) ++stats_.cache_misses;
+        uncached.push_back(*mine[i]);
         break;
+    }
+  };
+  // The keys, in one array, are what a cycle of hits reads; a Request only when it misses.
+  // Members of groups are settled after the others, once it is known whether all hit.
+  grouped_.clear();
+  for (size_t i = 0; i < count; ++i) {
+    const RequestKey& k = keys[i];
+    if (k.op == OpType::kJoin) joined_ = true;
+    ResponseCache::Lookup lookup = ResponseCache::Lookup::kMiss;
+    int slot = -1;
+    if (cache_.enabled() && k.cacheable) lookup = cache_.Find(k, *mine[i], &slot);
+    if (k.group_size > 1) {
+      grouped_.push_back(Grouped{i, lookup, slot});
+    } else {
+      settle(i, lookup, slot);
+    }
+  }
+  if (!grouped_.empty()) {
+    std::unordered_map<std::string, bool> all_hit;  // group key -> every member hit
+    for (const Grouped& g : grouped_) {
+      auto it = all_hit.emplace(mine[g.index]->group, true).first;
+      it->second = it->second && g.lookup == ResponseCache::Lookup::kHit;
+    }
+    for (const Grouped& g : grouped_) {
+      // A group goes one way: when one member cannot be served from the cache, none is, and
+      // the others' slots are invalidated so that every rank sends this group the slow way.
+      const bool demote =
+          g.lookup == ResponseCache::Lookup::kHit && !all_hit[mine[g.index]->group];
+      settle(g.index, demote ? ResponseCache::Lookup::kStale : g.lookup, g.slot);
     }
   }
 
   bool any_slow = true;
   bool any_joined = joined_;
+  bool without_id = false;  // a ready hit has no Request::id: fused hits need names then
   ready_slots_.clear();
   if (cache_.enabled()) {
-    KOLO_RETURN_IF_ERROR(
-        AgreeOnHits(shutdown, stale, &uncached, &ready_slots_, &any_slow, &any_joined));
+    KOLO_RETURN_IF_ERROR(AgreeOnHits(shutdown, stale, &uncached, &ready_slots_, &without_id,
+                                     &any_slow, &any_joined));
   }
   ResponseList result;
   if (any_slow) {
@@ -149,9 +161,11 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
   // their slots to other names.
   ResponseFuser fused(options_.fusion_threshold_bytes, options_.fusion_direct_bytes,
                       ready_slots_.size() + result.responses.size());
-  for (int slot : ready_slots_) {
-    fused.Add(cache_.response(slot), hit_id_[slot], cache_.bytes(slot));
-  }
+  const bool with_names = name_hits_ || without_id;
+  fused.AddHits(
+      ready_slots_, cache_.fusion_keys(), hit_id_.data(), with_names,
+      [&](int slot) -> const Response& { return cache_.response(slot); },
+      [&](int slot) -> const std::string& { return cache_.name(slot); });
   if (any_slow) {
     if (cache_.enabled()) CacheResponses(result.responses, any_joined);
     for (Response& r : result.responses) {
@@ -160,6 +174,7 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
     }
   }
   result.responses = fused.Take();
+  any_waiting_ = std::any_of(waiting_.begin(), waiting_.end(), [](uint64_t w) { return w != 0; });
   Tune(result.responses);
   stats_.negotiate_ns += Nanos(Clock::now() - start);
   return result;
@@ -167,7 +182,7 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
 
 Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
                                std::vector<Request>* uncached, std::vector<int>* ready,
-                               bool* any_slow, bool* any_joined) {
+                               bool* without_id, bool* any_slow, bool* any_joined) {
   const size_t capacity = cache_.capacity();
   const size_t n = waiting_.size();
   words_.assign(1 + 2 * n, 0);
@@ -180,14 +195,19 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
   // inspector can see which ranks are missing.
   const auto now = Clock::now();
   const auto hold_limit = stall_.HoldLimit();
-  ForEachWaiting([&](int slot) {
-    if (now - since_[slot] > hold_limit) {
-      clear(valid_bits, slot);
-      uncached->push_back(Release(slot));
-    } else {
-      ready_bits[slot / 64] |= uint64_t{1} << (slot % 64);
-    }
-  });
+  if (now - first_hold_ <= hold_limit) {
+    // No hit can have waited too long: every waiting hit is ready here, a word at a time.
+    std::copy(waiting_.begin(), waiting_.end(), ready_bits);
+  } else {
+    ForEachWaiting([&](int slot) {
+      if (now - since_[slot] > hold_limit) {
+        clear(valid_bits, slot);
+        uncached->push_back(Release(slot));
+      } else {
+        ready_bits[slot / 64] |= uint64_t{1} << (slot % 64);
+      }
+    });
+  }
   const bool stall_check_due = control_.Rank() == kCoordinator && coordinator_.pending() > 0 &&
                                stall_.Due(now);
   const bool need_slow =
@@ -219,12 +239,14 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
     return Status::OK();
   }
   for (size_t w = 0; w < n; ++w) {
-    for (uint64_t bits = ready_bits[w] & valid_bits[w]; bits; bits &= bits - 1) {
+    // This rank's own bit is in the AND: a ready slot is always one of its waiting hits.
+    const uint64_t ready_here = ready_bits[w] & valid_bits[w] & waiting_[w];
+    waiting_[w] &= ~ready_here;
+    for (uint64_t bits = ready_here; bits; bits &= bits - 1) {
       const int slot = static_cast<int>(w * 64) + __builtin_ctzll(bits);
-      if (!Waiting(slot)) continue;  // cannot happen: this rank's own bit is in the AND
       ready->push_back(slot);
       cache_.Touch(slot);
-      Unhold(slot);
+      *without_id |= hit_id_[slot] < 0;
     }
   }
   return Status::OK();

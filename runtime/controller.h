@@ -16,7 +16,13 @@
 //     now submitted into validated Responses and broadcasts the ResponseList. Each rank caches
 //     the Responses (one tensor each) in list order, so slots stay equal everywhere.
 //  3. Every rank fuses cache hits and broadcast Responses with the same rules
-//     (fusion/planner.h): the same fused groups everywhere.
+//     (fusion/planner.h): the same fused groups everywhere. Hits fuse only with hits; a fused
+//     group of hits names its tensors by this rank's ids (Response::ids), with names only when
+//     asked for (set_name_hits), so a cycle of hits copies no name.
+//
+// A cycle of hits costs per tensor: one lookup that compares two flat keys (RequestKey, made
+// by the queue at submission, against the slot's), a bit set, a bit test after the AND, an LRU
+// touch, and two push_backs into the fused group (docs/benchmarks.md, "Negotiation").
 //
 // While any rank has joined, nothing is cached or served from the cache: a joined rank has no
 // Request of its own for the names its peers submit.
@@ -34,6 +40,7 @@
 #include "runtime/coordinator.h"
 #include "runtime/message.h"
 #include "runtime/autotune.h"
+#include "runtime/request_key.h"
 #include "runtime/response_cache.h"
 #include "runtime/stall_inspector.h"
 
@@ -72,8 +79,14 @@ class Controller {
   // (a transport error); a malformed message from a peer becomes fatal_error in the result.
   // `mine`: this rank's new Requests, read during the call only (the background thread passes
   // the tensor queue's own, so that a cycle copies no Request it serves from the cache).
-  StatusOr<ResponseList> Negotiate(const std::vector<const Request*>& mine, bool shutdown);
+  // `keys`: RequestKey::Of each of `mine`, same order (TensorQueue::TakeNewRequests).
+  StatusOr<ResponseList> Negotiate(const std::vector<const Request*>& mine,
+                                   const std::vector<RequestKey>& keys, bool shutdown);
   StatusOr<ResponseList> Negotiate(const RequestList& mine);
+
+  // Whether fused cache hits name their tensors (Response::names) besides their ids: off, a
+  // hit costs no name copy, and execution finds tensors by id; the timeline needs names.
+  void set_name_hits(bool on) { name_hits_ = on; }
 
   NegotiationStats stats() const;
   // The cycle time in force (the configured one, or the autotuned one); read by the background
@@ -91,8 +104,10 @@ class Controller {
   // Step 1: the AND-ed bits decide which hits run now (their slots go to `ready`, in slot
   // order); invalidated ones join `uncached`. `stale`: slots whose names this rank submitted
   // with other parameters.
+  // *without_id: set when a ready hit has no Request::id.
   Status AgreeOnHits(bool shutdown, const std::vector<int>& stale, std::vector<Request>* uncached,
-                     std::vector<int>* ready, bool* any_slow, bool* any_joined);
+                     std::vector<int>* ready, bool* without_id, bool* any_slow,
+                     bool* any_joined);
   // Step 2 (all ranks).
   StatusOr<ResponseList> SlowPath(const RequestList& mine);
   // Coordinator's part of step 2.
@@ -106,6 +121,8 @@ class Controller {
   // (ResponseCache::request), so only the time it arrived and its id are kept.
   bool Waiting(int slot) const { return (waiting_[slot / 64] >> (slot % 64)) & 1; }
   void Hold(int slot, Clock::time_point since, int32_t id) {
+    if (!any_waiting_) first_hold_ = since;
+    any_waiting_ = true;
     waiting_[slot / 64] |= uint64_t{1} << (slot % 64);
     since_[slot] = since;
     hit_id_[slot] = id;
@@ -147,15 +164,25 @@ class Controller {
   // are cheap and in slot order.
   std::vector<uint64_t> waiting_;
   std::vector<Clock::time_point> since_;
+  // No hit held since first_hold_ has waited longer than it: while none has waited for
+  // the stall inspector's hold limit, a cycle skips checking each one's since_. Reset when
+  // nothing waits (conservative in between: never later than the oldest waiting hit).
+  Clock::time_point first_hold_;
+  bool any_waiting_ = false;
   std::vector<int32_t> hit_id_;  // per slot: the waiting hit's Request::id (execution uses it)
   // Per-cycle scratch, kept so that a cycle allocates nothing for them.
-  std::vector<ResponseCache::Lookup> found_;
-  std::vector<int> found_slots_;
+  struct Grouped {  // a member of a group, settled once the whole group's lookups are known
+    size_t index;    // in the cycle's Requests
+    ResponseCache::Lookup lookup;
+    int slot;
+  };
+  std::vector<Grouped> grouped_;
   std::vector<uint64_t> words_;    // the AND-ed status | ready | valid bits
   std::vector<int> ready_slots_;   // hits ready on every rank, in slot order
   std::unordered_map<std::string, Request> sent_;     // uncached Requests awaiting a Response
   std::vector<Request> deferred_;  // hits whose slot was evicted: sent the slow way next cycle
   bool joined_ = false;            // this rank has sent a join that has not completed
+  bool name_hits_ = false;
   NegotiationStats stats_;
 };
 

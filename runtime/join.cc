@@ -80,7 +80,8 @@ void FillIdentity(void* dst, size_t count, DataType dtype, ReduceOp op) {
 
 Status JoinedAllreduceJob(const Response& response, const std::vector<TensorEntry>& entries,
                           AllreduceJob* job, JoinedScratch* scratch) {
-  const std::string what = "allreduce '" + response.names[0] + "'";
+  const std::string what =
+      "allreduce '" + (entries.empty() ? response.names[0] : entries[0].request.name) + "'";
   if (response.counts.size() != entries.size()) {
     return InternalError(what + ": the Response has " + std::to_string(response.counts.size()) +
                          " counts for " + std::to_string(entries.size()) + " tensors");

@@ -27,28 +27,34 @@ std::string_view OpTypeName(OpType op);  // "allreduce", ...
 
 // One rank's readiness of one named tensor, with everything the other ranks must agree on.
 struct Request {
-  int32_t rank = 0;
-  OpType op = OpType::kAllreduce;
-  std::string name;
-  DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;
-  ReduceOp reduce_op = ReduceOp::kSum;  // allreduce, reducescatter
-  int32_t root = 0;                     // broadcast only
-  double prescale = 1.0;                // allreduce, reducescatter
-  double postscale = 1.0;               // allreduce, reducescatter
-  std::vector<int64_t> splits;          // alltoall: rows sent to each rank (size entries)
-  int32_t device = -1;                  // -1 = host memory
-  // Non-empty: this rank refused the submission locally (its caller got this error at once);
-  // the Request still goes to the coordinator so the other ranks get an error, not a hang.
-  std::string refused;
-  // A grouped operation (kolo_grouped_*): every member carries the group's key (its first
-  // member's name) and size; the group is negotiated and executed all-or-nothing.
-  std::string group;
-  int32_t group_size = 0;
+  // The fields the response cache reads for every submission of every cycle come first, so
+  // that they share a cache line (ResponseCache::Find, Cacheable); the rest follow.
   // This rank's id for `name` (TensorQueue::Add interns it), so that the background thread's
   // per-tensor work indexes arrays instead of hashing names. Local to the rank: never on the
   // wire, not a parameter (-1 = none: a refused Request, or one decoded from a peer).
   int32_t id = -1;
+  // Which interning of `id` this is: the queue reuses the ids of names it dropped, but never an
+  // (id, id_serial) pair, so a pair seen before names the same tensor without comparing names
+  // (the response cache's lookup by id). Local, like `id`.
+  uint32_t id_serial = 0;
+  OpType op = OpType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;  // allreduce, reducescatter
+  int32_t root = 0;                     // broadcast only
+  int32_t device = -1;                  // -1 = host memory
+  int32_t group_size = 0;               // see `group`
+  double prescale = 1.0;                // allreduce, reducescatter
+  double postscale = 1.0;               // allreduce, reducescatter
+  std::vector<int64_t> shape;
+  // Non-empty: this rank refused the submission locally (its caller got this error at once);
+  // the Request still goes to the coordinator so the other ranks get an error, not a hang.
+  std::string refused;
+  std::vector<int64_t> splits;  // alltoall: rows sent to each rank (size entries)
+  // A grouped operation (kolo_grouped_*): every member carries the group's key (its first
+  // member's name) and `group_size`; the group is negotiated and executed all-or-nothing.
+  std::string group;
+  int32_t rank = 0;
+  std::string name;
 };
 
 struct RequestList {
@@ -94,10 +100,14 @@ struct Response {
   std::vector<int64_t> first_dims;  // allgather: first dimension of each rank's input
   // alltoall: every rank's splits, size x size row-major (row q: rows q sends to each rank).
   std::vector<int64_t> splits;
-  // This rank's Request ids of `names`, same order (Request::id), when every one is known
-  // (Responses served from the response cache); else empty, and execution looks names up.
-  // Local to the rank: never on the wire.
+  // This rank's Request ids of the tensors, in order (Request::id), for Responses served from
+  // the response cache; else empty, and execution looks names up. A Response with ids may
+  // leave `names` empty (fused cache hits: the controller copies no name unless asked,
+  // Controller::set_name_hits), so the tensor count is NumTensors(). Local to the rank: never
+  // on the wire.
   std::vector<int32_t> ids;
+
+  size_t NumTensors() const { return ids.empty() ? names.size() : ids.size(); }
 };
 
 struct ResponseList {

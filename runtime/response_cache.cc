@@ -2,7 +2,6 @@
 
 #include <functional>
 
-#include "fusion/planner.h"
 
 namespace kolo {
 
@@ -16,7 +15,8 @@ ResponseCache::ResponseCache(size_t capacity)
     : capacity_(capacity),
       slots_(capacity),
       hash_(capacity, 0),
-      bytes_(capacity, 0),
+      keys_(capacity),
+      fusion_(capacity),
       newer_(capacity, kNone),
       older_(capacity, kNone),
       id_(capacity, -1) {
@@ -79,7 +79,8 @@ void ResponseCache::Forget(int slot) {
   id_[slot] = -1;
 }
 
-void ResponseCache::Remember(int slot, int32_t id) {
+void ResponseCache::Remember(int slot, int32_t id, uint32_t serial) {
+  keys_[slot].id_serial = serial;
   if (id_[slot] == id) return;
   Forget(slot);
   if (id < 0) return;
@@ -90,14 +91,15 @@ void ResponseCache::Remember(int slot, int32_t id) {
   id_[slot] = id;
 }
 
-ResponseCache::Lookup ResponseCache::FindByName(const Request& r, int* slot) {
+ResponseCache::Lookup ResponseCache::FindByName(const RequestKey& key, const Request& r,
+                                               int* slot) {
   if (capacity_ == 0) return Lookup::kMiss;
   int found = kNone;
   Probe(NameHash(r.name), r.name, &found);
   if (found == kNone) return Lookup::kMiss;
-  Remember(found, r.id);
+  Remember(found, r.id, r.id_serial);
   *slot = found;
-  return SameParameters(slots_[found].request, r) ? Lookup::kHit : Lookup::kStale;
+  return Matches(found, key, r) ? Lookup::kHit : Lookup::kStale;
 }
 
 void ResponseCache::Touch(int slot) {
@@ -137,10 +139,11 @@ int ResponseCache::Put(const Response& single, const Request& mine,
   s.request.refused.clear();
   s.request.name = single.names[0];  // also for a placeholder Request (Controller)
   hash_[slot] = h;
-  bytes_[slot] = ResponseBytes(single);
+  keys_[slot] = RequestKey::Of(s.request);
+  fusion_[slot] = FusionKey::Of(single);
   IndexInsert(slot);
   LinkFront(slot);
-  Remember(slot, mine.id);
+  Remember(slot, mine.id, mine.id_serial);
   ++size_;
   return slot;
 }

@@ -17,9 +17,10 @@
 // (linear probing, at most half full, backward-shift deletion) that compares a slot's stored
 // hash before its name, and the LRU order is a doubly linked list threaded through two int
 // arrays. A Request carrying this rank's id of its name (Request::id, TensorQueue) is found
-// without hashing: each slot remembers the id its name last came with, and an array over ids
-// points back at the slot (checked against the name, since the queue reuses the ids of names
-// it has dropped).
+// without hashing: each slot remembers the id and id_serial its name last came with, and an
+// array over ids points back at the slot; the queue never gives an (id, id_serial) pair to two
+// names, so a matching pair needs no name comparison. The parameters are compared as flat keys
+// (RequestKey), not as Requests.
 #ifndef KOLO_RUNTIME_RESPONSE_CACHE_H_
 #define KOLO_RUNTIME_RESPONSE_CACHE_H_
 
@@ -29,7 +30,9 @@
 #include <utility>
 #include <vector>
 
+#include "fusion/planner.h"
 #include "runtime/message.h"
+#include "runtime/request_key.h"
 
 namespace kolo {
 
@@ -72,29 +75,30 @@ class ResponseCache {
   size_t size() const { return size_; }
   bool enabled() const { return capacity_ > 0; }
 
-  // Only operations whose Response depends on nothing but the ranks' Requests are cached:
-  // allreduce, allgather, broadcast, reducescatter, alltoall; never a refused Request.
-  static bool Cacheable(const Request& r) {
-    // Barriers have unique names and must include joined ranks; joins are never cached.
-    return r.refused.empty() && r.op != OpType::kBarrier && r.op != OpType::kJoin;
-  }
+  // Only operations whose Response depends on nothing but the ranks' Requests are cached
+  // (IsCacheable, request_key.h).
+  static bool Cacheable(const Request& r) { return IsCacheable(r); }
 
   // Looks `r` up by id, else by name (then remembering the id); *slot is set for kHit and
-  // kStale. Inline: it runs for every submission of every cycle, nearly always a hit by id.
-  Lookup Find(const Request& r, int* slot) {
-    if (r.id >= 0 && static_cast<size_t>(r.id) < slot_of_id_.size()) {
-      const int s = slot_of_id_[r.id];
-      if (s != kNone && slots_[s].request.name == r.name) {
+  // kStale. `key` is RequestKey::Of(r). Inline: it runs for every submission of every cycle,
+  // nearly always a hit by id, which reads the two keys only (not the Request).
+  Lookup Find(const RequestKey& key, const Request& r, int* slot) {
+    if (key.id >= 0 && static_cast<size_t>(key.id) < slot_of_id_.size()) {
+      const int s = slot_of_id_[key.id];
+      // The queue never gives an (id, id_serial) pair to two names: this is the slot's name.
+      if (s != kNone && keys_[s].id_serial == key.id_serial) {
         *slot = s;
-        return SameParameters(slots_[s].request, r) ? Lookup::kHit : Lookup::kStale;
+        return Matches(s, key, r) ? Lookup::kHit : Lookup::kStale;
       }
     }
-    return FindByName(r, slot);
+    return FindByName(key, r, slot);
   }
+  Lookup Find(const Request& r, int* slot) { return Find(RequestKey::Of(r), r, slot); }
   const Response& response(int slot) const { return slots_[slot].response; }
   const std::string& name(int slot) const { return slots_[slot].request.name; }
-  // ResponseBytes(response(slot)), kept so that fusing a hit does not recount it.
-  int64_t bytes(int slot) const { return bytes_[slot]; }
+  // What fusing the slot's Response needs (fusion/planner.h), kept flat beside it.
+  const FusionKey& fusion_key(int slot) const { return fusion_[slot]; }
+  const FusionKey* fusion_keys() const { return fusion_.data(); }  // by slot
   // This rank's Request for the slot's name: every field equals that of a submission that hits
   // it (SameParameters, the name, this rank, not refused), so a hit needs no copy of its own.
   const Request& request(int slot) const { return slots_[slot].request; }
@@ -114,18 +118,25 @@ class ResponseCache {
   struct Slot {
     bool occupied = false;
     Response response;
-    Request request;  // request.name == response.names[0], compared inline (no indirection)
+    Request request;  // request.name == response.names[0]
   };
   static constexpr int kNone = -1;
+  // SameParameters(request(slot), r), from the keys when both are simple (a simple key and
+  // one that is not always belong to different parameters).
+  bool Matches(int slot, const RequestKey& key, const Request& r) const {
+    const RequestKey& mine = keys_[slot];
+    if (mine.simple != key.simple) return false;
+    return key.simple ? mine.SameSimpleParameters(key) : SameParameters(slots_[slot].request, r);
+  }
 
   // Find when r's id does not lead to its name's slot.
-  Lookup FindByName(const Request& r, int* slot);
+  Lookup FindByName(const RequestKey& key, const Request& r, int* slot);
 
   // The index position holding `slot`'s name, or of the empty cell where a name of hash `h`
   // would go (Find by name: `name` non-null).
   size_t Probe(uint64_t h, const std::string& name, int* slot) const;
-  // Points r.id (when >= 0) at `slot`, dropping the slot's previous id.
-  void Remember(int slot, int32_t id);
+  // Points `id` (when >= 0) at `slot`, dropping the slot's previous id.
+  void Remember(int slot, int32_t id, uint32_t serial);
   void Forget(int slot);
   void IndexInsert(int slot);
   void IndexErase(int slot);
@@ -136,7 +147,8 @@ class ResponseCache {
   size_t size_ = 0;
   std::vector<Slot> slots_;
   std::vector<uint64_t> hash_;  // per slot: the hash of its name
-  std::vector<int64_t> bytes_;  // per slot: ResponseBytes of its Response
+  std::vector<RequestKey> keys_;   // per slot: of its Request; id_serial: of id_[slot]
+  std::vector<FusionKey> fusion_;  // per slot: FusionKey::Of its Response
   std::vector<int> index_;      // open addressing: slot numbers or kNone; a power of two long
   size_t mask_ = 0;
   std::vector<int> newer_, older_;  // per slot: LRU neighbours (kNone at the ends)

@@ -436,12 +436,13 @@ void Runtime::BackgroundLoop() {
     }
     cycle_start = Clock::now();
     timeline_.CycleStarted();
-    queue_.TakeNewRequests(&mine_);
+    queue_.TakeNewRequests(&mine_, &mine_keys_);
     timeline_.Dequeued(mine_);
     auto result = [&] {
       // On rank 0, the coordinator reports each rank's Request to the timeline (ready marks).
       ScopedRequestObserver observe(timeline_.enabled() ? &timeline_ : nullptr);
-      return controller_.Negotiate(mine_, shutdown);
+      controller_.set_name_hits(timeline_.enabled());  // the timeline's rows are by name
+      return controller_.Negotiate(mine_, mine_keys_, shutdown);
     }();
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
@@ -487,28 +488,31 @@ void Runtime::Execute(const Response& response) {
     joined = !join_name_.empty();
   }
   std::vector<TensorEntry> entries;
-  entries.reserve(response.names.size());
-  // Responses served from the cache carry this rank's ids of their names: no hashing.
-  const bool by_id = response.ids.size() == response.names.size();
-  for (size_t i = 0; i < response.names.size(); ++i) {
-    const std::string& name = response.names[i];
-    TensorEntry e = by_id ? queue_.Take(response.ids[i], name) : queue_.Take(name);
-    if (!e.handle && joined &&
+  const size_t tensors = response.NumTensors();
+  entries.reserve(tensors);
+  // Responses served from the cache carry this rank's ids of its own in-flight submissions:
+  // no hashing, no name (fused hits may come without names).
+  const bool by_id = !response.ids.empty();
+  for (size_t i = 0; i < tensors; ++i) {
+    TensorEntry e = by_id ? queue_.Take(response.ids[i]) : queue_.Take(response.names[i]);
+    if (!e.handle && joined && !by_id &&
         (response.type == ResponseType::kAllreduce || response.type == ResponseType::kBarrier)) {
-      e.request.name = name;  // no handle: this rank takes part with the identity
+      e.request.name = response.names[i];  // no handle: this rank takes part with the identity
       entries.push_back(std::move(e));
       continue;
     }
     if (!e.handle) {
       // Expected for an error naming a submission this rank refused (its caller already knows).
       if (response.type != ResponseType::kError) {
-        KOLO_LOG_ERROR("runtime", "response names '{}' which this rank has not submitted", name);
+        KOLO_LOG_ERROR("runtime", "response names '{}' which this rank has not submitted",
+                       i < response.names.size() ? response.names[i]
+                                                 : "id " + std::to_string(response.ids[i]));
       }
       continue;
     }
     entries.push_back(std::move(e));
   }
-  if (entries.size() != response.names.size() && response.type != ResponseType::kError) {
+  if (entries.size() != tensors && response.type != ResponseType::kError) {
     for (TensorEntry& e : entries) {
       Finish(e, InternalError(std::string(OpTypeName(e.request.op)) + " '" + e.request.name +
                               "': coordinator and rank " + std::to_string(layout_.rank) +
@@ -612,7 +616,8 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
 void Runtime::FinishAllreduce(const Response& response, std::vector<TensorEntry>& entries,
                               Status status) {
   if (!status.ok()) {
-    std::string what = "allreduce '" + response.names[0] + "'";
+    std::string what = "allreduce '" +
+                       (entries.empty() ? response.names[0] : entries[0].request.name) + "'";
     if (entries.size() > 1) {
       what += " (fused " + std::to_string(entries.size()) + " tensors, " +
               std::to_string(ResponseBytes(response)) + " bytes)";

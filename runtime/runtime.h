@@ -150,6 +150,7 @@ class Runtime {
   CollectiveChoice collectives_;  // all-gather, broadcast, reduce-scatter, all-to-all
   TensorQueue queue_;
   std::vector<const Request*> mine_;  // background thread: this cycle's new Requests (in queue_)
+  std::vector<RequestKey> mine_keys_;  // and their keys
   Timeline timeline_;
 
   std::mutex mu_;

@@ -14,6 +14,8 @@ int32_t TensorQueue::Intern(const std::string& name) {
     free_ids_.pop_back();
   }
   it->second = id;
+  // Never 0 (Request's default), and unique over the queue's life, even across Close.
+  slots_[id].serial = ++last_serial_;
   return id;
 }
 
@@ -27,9 +29,14 @@ void TensorQueue::Detach(int32_t id) {
   }
 }
 
+void TensorQueue::AddNew(const Request* request, int32_t id) {
+  new_requests_.push_back(NewRequest{request, id});
+  new_keys_.push_back(RequestKey::Of(*request));
+}
+
 void TensorQueue::AddLoose(Request request) {
   loose_.push_back(std::move(request));
-  new_requests_.push_back(NewRequest{&loose_.back(), -1});
+  AddNew(&loose_.back(), -1);
 }
 
 void TensorQueue::ReleaseId(int32_t id) {
@@ -69,10 +76,11 @@ Status TensorQueue::Add(TensorEntry entry) {
                                 "; wait for it before reusing the name");
   }
   entry.request.id = id;
+  entry.request.id_serial = s.serial;
   s.in_flight = true;
   s.pending = true;
   s.entry = std::move(entry);
-  new_requests_.push_back(NewRequest{&s.entry.request, id});
+  AddNew(&s.entry.request, id);
   ++in_flight_;
   return Status::OK();
 }
@@ -97,10 +105,11 @@ Status TensorQueue::AddGroup(std::vector<TensorEntry> entries) {
     const int32_t id = Intern(e.request.name);
     e.request.id = id;
     Slot& s = slots_[id];
+    e.request.id_serial = s.serial;
     s.in_flight = true;
     s.pending = true;
     s.entry = std::move(e);
-    new_requests_.push_back(NewRequest{&s.entry.request, id});
+    AddNew(&s.entry.request, id);
     ++in_flight_;
   }
   return Status::OK();
@@ -112,7 +121,8 @@ void TensorQueue::AddRefused(Request request) {
   if (!closed_) AddLoose(std::move(request));
 }
 
-void TensorQueue::TakeNewRequests(std::vector<const Request*>* out) {
+void TensorQueue::TakeNewRequests(std::vector<const Request*>* out,
+                                  std::vector<RequestKey>* keys) {
   out->clear();
   std::lock_guard<std::mutex> lock(mu_);
   // The caller is done with the loose Requests it was given last time.
@@ -124,6 +134,8 @@ void TensorQueue::TakeNewRequests(std::vector<const Request*>* out) {
     out->push_back(n.request);
   }
   new_requests_.clear();
+  if (keys) keys->swap(new_keys_);  // the caller's old array becomes the next one's storage
+  new_keys_.clear();
 }
 
 bool TensorQueue::HasNewRequests() {
@@ -142,19 +154,14 @@ TensorEntry TensorQueue::Take(const std::string& name) {
   return std::move(s.entry);
 }
 
-TensorEntry TensorQueue::Take(int32_t id, const std::string& name) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (id >= 0 && static_cast<size_t>(id) < slots_.size()) {
-      Slot& s = slots_[id];
-      if (s.in_flight && !s.taken && s.entry.request.name == name) {
-        Detach(id);
-        s.taken = true;
-        return std::move(s.entry);
-      }
-    }
-  }
-  return Take(name);
+TensorEntry TensorQueue::Take(int32_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id < 0 || static_cast<size_t>(id) >= slots_.size()) return TensorEntry{};
+  Slot& s = slots_[id];
+  if (!s.in_flight || s.taken) return TensorEntry{};
+  Detach(id);
+  s.taken = true;
+  return std::move(s.entry);
 }
 
 void TensorQueue::Release(const Request& request) {
@@ -191,6 +198,7 @@ std::vector<TensorEntry> TensorQueue::Close(const std::string& reason) {
   free_ids_.clear();
   in_flight_ = 0;
   new_requests_.clear();
+  new_keys_.clear();
   loose_.clear();
   loose_handed_ = 0;
   return out;

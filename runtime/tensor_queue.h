@@ -29,6 +29,7 @@
 
 #include "runtime/handle.h"
 #include "runtime/message.h"
+#include "runtime/request_key.h"
 
 namespace kolo {
 
@@ -58,14 +59,17 @@ class TensorQueue {
   // the next TakeNewRequests, or Close.
   // Take, Release, TakeNewRequests and Close are for one thread (the background thread); Add,
   // AddGroup and AddRefused may run on any thread meanwhile.
-  void TakeNewRequests(std::vector<const Request*>* out);
+  // `keys`, when given, gets RequestKey::Of each of them, in the same order (made on the
+  // submitting thread).
+  void TakeNewRequests(std::vector<const Request*>* out, std::vector<RequestKey>* keys = nullptr);
   bool HasNewRequests();
   // Moves out the entry of `name` for execution (nullptr handle if absent); the name stays
   // reserved until Release.
   TensorEntry Take(const std::string& name);
-  // The same by the id Add gave `name` (Response::ids), without hashing; looks `name` up
-  // instead when the id does not hold it in flight.
-  TensorEntry Take(int32_t id, const std::string& name);
+  // The same by the id Add gave the entry (Response::ids: this rank's own in-flight
+  // submissions, and a name in flight keeps its id), without hashing or comparing names; an
+  // empty entry when the id holds nothing in flight.
+  TensorEntry Take(int32_t id);
   // Frees the name of a taken entry (call just before completing its handle): by its id when
   // it has one.
   void Release(const Request& request);
@@ -85,12 +89,15 @@ class TensorQueue {
     bool in_flight = false;
     bool taken = false;    // in flight and moved out by Take: the reservation
     bool pending = false;  // entry.request is in new_requests_, not yet handed out
+    uint32_t serial = 0;   // Request::id_serial of the name holding this id now
     TensorEntry entry;
   };
   struct NewRequest {
     const Request* request;  // in slots_ (entry.request) or in loose_
     int32_t id;              // the slot holding it, or -1 (in loose_)
   };
+  // Queues a Request in new_requests_ with its key; mu_ held.
+  void AddNew(const Request* request, int32_t id);
   // The name's id, interning it if new; mu_ held.
   int32_t Intern(const std::string& name);
   // Ends the reservation of `id`; mu_ held.
@@ -107,8 +114,10 @@ class TensorQueue {
   std::unordered_map<std::string, int32_t> ids_;  // every interned name
   std::deque<Slot> slots_;                        // by id
   std::vector<int32_t> free_ids_;                 // ids of names dropped by a sweep
+  uint32_t last_serial_ = 0;  // the Request::id_serial given last (one per interning)
   size_t in_flight_ = 0;
   std::vector<NewRequest> new_requests_;
+  std::vector<RequestKey> new_keys_;  // RequestKey::Of new_requests_, same order
   // Requests without a slot (refused ones, detached copies); the first `loose_handed_` went out
   // with the last TakeNewRequests and are dropped by the next.
   std::deque<Request> loose_;

@@ -85,5 +85,92 @@ TEST(Planner, FusedGroupKeepsIdsOnlyWhileEveryMemberHasOne) {
   EXPECT_EQ(out[1].names, (std::vector<std::string>{"i", "j", "k"}));
 }
 
+// Cache hits fused in bulk (AddHits), as the controller does, against the reference rules
+// (FuseResponses) on the same Responses: the same groups, counts and order, whatever the mix
+// of dtypes, ops, scales, sizes and thresholds; ids for every tensor; names only when asked.
+TEST(Planner, HitsInBulkFuseAsTheRulesSay) {
+  std::vector<Response> hits;
+  for (int i = 0; i < 60; ++i) {
+    Response r = AR("t" + std::to_string(i), 1 + (i * 37) % 300,
+                    i % 7 == 3 ? DataType::kInt32 : DataType::kFloat32,
+                    i % 11 == 5 ? ReduceOp::kMax : ReduceOp::kSum);
+    if (i % 13 == 4) r.prescale = 0.5;
+    if (i % 17 == 8) r.counts = {100000};  // past direct_bytes: alone
+    if (i % 19 == 9) {
+      r.type = ResponseType::kBroadcast;
+      r.counts.clear();
+    }
+    hits.push_back(r);
+  }
+  std::vector<FusionKey> keys;
+  std::vector<int32_t> ids;
+  std::vector<int> slots;
+  for (size_t i = 0; i < hits.size(); ++i) {
+    keys.push_back(FusionKey::Of(hits[i]));
+    ids.push_back(static_cast<int32_t>(1000 + i));
+    slots.push_back(static_cast<int>(i));
+  }
+  auto response_of = [&](int slot) -> const Response& { return hits[slot]; };
+  auto name_of = [&](int slot) -> const std::string& { return hits[slot].names[0]; };
+  for (int64_t threshold : {0, 400, 1000, 5000, 1 << 20}) {
+    const std::vector<Response> expected = FuseResponses(hits, threshold, 4096);
+    for (bool with_names : {true, false}) {
+      ResponseFuser fuser(threshold, 4096, hits.size());
+      fuser.AddHits(slots, keys.data(), ids.data(), with_names, response_of, name_of);
+      const std::vector<Response> out = fuser.Take();
+      ASSERT_EQ(out.size(), expected.size()) << "threshold " << threshold;
+      for (size_t g = 0; g < out.size(); ++g) {
+        SCOPED_TRACE("threshold " + std::to_string(threshold) + " group " + std::to_string(g));
+        EXPECT_EQ(out[g].type, expected[g].type);
+        EXPECT_EQ(out[g].dtype, expected[g].dtype);
+        EXPECT_EQ(out[g].reduce_op, expected[g].reduce_op);
+        EXPECT_EQ(out[g].prescale, expected[g].prescale);
+        EXPECT_EQ(out[g].counts, expected[g].counts);
+        std::vector<int32_t> expected_ids;
+        for (const std::string& name : expected[g].names) {
+          expected_ids.push_back(1000 + std::stoi(name.substr(1)));
+        }
+        EXPECT_EQ(out[g].ids, expected_ids);
+        EXPECT_EQ(out[g].NumTensors(), expected[g].names.size());
+        if (with_names) {
+          EXPECT_EQ(out[g].names, expected[g].names);
+        } else {
+          // A hit that cannot fuse keeps its cached Response, name included.
+          EXPECT_TRUE(out[g].names.empty() || out[g].names == expected[g].names);
+        }
+      }
+    }
+  }
+}
+
+TEST(Planner, HitsAndNegotiatedResponsesNeverShareAGroup) {
+  Response hit = AR("hit", 1);
+  const FusionKey key = FusionKey::Of(hit);
+  ResponseFuser fuser(1 << 20, 4096, 3);
+  fuser.AddHit(hit, key, 7, nullptr);
+  fuser.Add(AR("new", 1));
+  fuser.AddHit(AR("hit2", 1), key, 8, nullptr);
+  const std::vector<Response> out = fuser.Take();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].ids, (std::vector<int32_t>{7, 8}));
+  EXPECT_TRUE(out[0].names.empty());
+  EXPECT_EQ(out[0].counts, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(out[1].names, std::vector<std::string>{"new"});
+  EXPECT_TRUE(out[1].ids.empty());
+}
+
+TEST(Planner, AHitWithoutAnIdDropsTheGroupsIdsAndNamesCarryIt) {
+  const Response a = AR("a", 1), b = AR("b", 1);
+  const std::string na = "a", nb = "b";
+  ResponseFuser fuser(1 << 20, 4096, 2);
+  fuser.AddHit(a, FusionKey::Of(a), 3, &na);
+  fuser.AddHit(b, FusionKey::Of(b), -1, &nb);
+  const std::vector<Response> out = fuser.Take();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].ids.empty());
+  EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(out[0].NumTensors(), 2u);
+}
+
 }  // namespace
 }  // namespace kolo

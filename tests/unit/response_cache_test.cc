@@ -52,27 +52,104 @@ TEST(ResponseCache, FindsByIdAndNeverTrustsAnIdGivenToAnotherName) {
   ResponseCache c(4);
   Request a = Req("a");
   a.id = 3;
+  a.id_serial = 1;
   const int slot_a = c.Put(Resp("a"), a);
   Request b = Req("b");
   b.id = 7;
+  b.id_serial = 2;
   const int slot_b = c.Put(Resp("b"), b);
   int found = -1;
   EXPECT_EQ(c.Find(a, &found), ResponseCache::Lookup::kHit);
   EXPECT_EQ(found, slot_a);
-  // The queue dropped "a" and gave its id to "b" (whose old id went to "x"): names decide.
+  // The queue dropped "a" and gave its id to "b" (whose old id went to "x"), each with a new
+  // serial: names decide.
   b.id = 3;
+  b.id_serial = 3;
   EXPECT_EQ(c.Find(b, &found), ResponseCache::Lookup::kHit);
   EXPECT_EQ(found, slot_b);
   EXPECT_EQ(c.Find(a, &found), ResponseCache::Lookup::kHit);  // by name now
   EXPECT_EQ(found, slot_a);
   Request x = Req("x");
   x.id = 7;
+  x.id_serial = 4;
   EXPECT_EQ(c.Find(x, &found), ResponseCache::Lookup::kMiss);
   // Erasing a slot forgets its id; a Request without one is found by name.
   c.Erase(slot_a);
   EXPECT_EQ(c.Find(a, &found), ResponseCache::Lookup::kMiss);
   EXPECT_EQ(c.Find(Req("b"), &found), ResponseCache::Lookup::kHit);
   EXPECT_EQ(found, slot_b);
+}
+
+// A lookup by (id, serial) trusts the pair without reading the name: the queue never gives a
+// pair to two names (TensorQueueTest covers that side).
+TEST(ResponseCache, AKnownIdAndSerialNeedNoName) {
+  ResponseCache c(4);
+  Request a = Req("a");
+  a.id = 2;
+  a.id_serial = 9;
+  const int slot = c.Put(Resp("a"), a);
+  Request same = Req("not read");
+  same.id = 2;
+  same.id_serial = 9;
+  int found = -1;
+  EXPECT_EQ(c.Find(same, &found), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(found, slot);
+  same.shape = {5};
+  EXPECT_EQ(c.Find(same, &found), ResponseCache::Lookup::kStale);
+}
+
+// The flat Key against SameParameters: every parameter, shapes of up to and beyond the inline
+// dims, splits and groups.
+TEST(ResponseCache, TheFlatKeyComparesEveryParameter) {
+  std::vector<Request> variants;
+  auto add = [&](auto change) {
+    Request r = Req("t", {2, 3});
+    change(r);
+    variants.push_back(r);
+  };
+  add([](Request&) {});
+  add([](Request& r) { r.op = OpType::kBroadcast; });
+  add([](Request& r) { r.dtype = DataType::kFloat64; });
+  add([](Request& r) { r.reduce_op = ReduceOp::kMax; });
+  add([](Request& r) { r.root = 1; });
+  add([](Request& r) { r.prescale = 0.5; });
+  add([](Request& r) { r.postscale = 2.0; });
+  add([](Request& r) { r.device = 0; });
+  add([](Request& r) { r.shape = {3, 2}; });
+  add([](Request& r) { r.shape = {2, 3, 1}; });
+  add([](Request& r) { r.shape = {}; });
+  add([](Request& r) { r.shape = {1, 2, 3, 4}; });
+  add([](Request& r) { r.shape = {1, 2, 3, 4, 5}; });
+  add([](Request& r) { r.shape = {1, 2, 3, 4, 6}; });
+  add([](Request& r) { r.splits = {1, 1}; });
+  add([](Request& r) { r.splits = {2, 0}; });
+  add([](Request& r) {
+    r.group = "g";
+    r.group_size = 2;
+  });
+  add([](Request& r) {
+    r.group = "h";
+    r.group_size = 2;
+  });
+  for (size_t i = 0; i < variants.size(); ++i) {
+    for (size_t j = 0; j < variants.size(); ++j) {
+      ResponseCache c(2);
+      Request cached = variants[i];
+      cached.id = 0;
+      cached.id_serial = 1;
+      c.Put(Resp("t"), cached);
+      for (bool by_id : {true, false}) {
+        Request asked = variants[j];
+        asked.id = by_id ? 0 : -1;
+        asked.id_serial = by_id ? 1 : 0;
+        int found;
+        EXPECT_EQ(c.Find(asked, &found), i == j ? ResponseCache::Lookup::kHit
+                                                : ResponseCache::Lookup::kStale)
+            << "cached variant " << i << ", asked variant " << j << (by_id ? " by id" : "");
+        EXPECT_EQ(SameParameters(cached, asked), i == j);
+      }
+    }
+  }
 }
 
 TEST(ResponseCache, EvictsTheLeastRecentlyUsedAndReusesItsSlot) {
@@ -255,6 +332,44 @@ TEST_P(CachedController, RepeatedStepsAreAgreedWithoutTheCoordinator) {
   }
 }
 
+// Requests from a TensorQueue carry ids: fused hits name their tensors by id only (no name
+// copied), unless names are asked for (the timeline); the groups are the same either way.
+TEST_P(CachedController, FusedHitsCarryIdsAndNamesOnlyWhenAsked) {
+  const int n = GetParam();
+  testing::RunOnThreadWorld(n, [&](Communicator& comm) {
+    Controller controller(comm, Options(16));
+    const int r = comm.Rank();
+    for (int cycle = 0; cycle < 4; ++cycle) {
+      RequestList mine;
+      for (int t = 0; t < 3; ++t) {
+        Request q = Req("t" + std::to_string(t), {t + 1});
+        q.rank = r;
+        q.id = 10 * r + t;  // ids are per rank
+        q.id_serial = static_cast<uint32_t>(100 + t);
+        mine.requests.push_back(q);
+      }
+      controller.set_name_hits(cycle == 3);
+      auto result = controller.Negotiate(mine);
+      ASSERT_TRUE(result.ok()) << result.status().ToString();
+      ASSERT_EQ(result->responses.size(), 1u) << "cycle " << cycle;
+      const Response& fused = result->responses[0];
+      EXPECT_EQ(fused.counts, (std::vector<int64_t>{1, 2, 3})) << "cycle " << cycle;
+      if (cycle == 0) {  // negotiated by the coordinator: names
+        EXPECT_EQ(fused.names, (std::vector<std::string>{"t0", "t1", "t2"}));
+        continue;
+      }
+      EXPECT_EQ(fused.ids, (std::vector<int32_t>{10 * r, 10 * r + 1, 10 * r + 2}))
+          << "cycle " << cycle;
+      EXPECT_EQ(fused.NumTensors(), 3u);
+      if (cycle == 3) {
+        EXPECT_EQ(fused.names, (std::vector<std::string>{"t0", "t1", "t2"}));
+      } else {
+        EXPECT_TRUE(fused.names.empty()) << "cycle " << cycle;
+      }
+    }
+  });
+}
+
 TEST_P(CachedController, WithoutACacheEveryCycleGoesToTheCoordinator) {
   const int n = GetParam();
   std::vector<std::vector<std::vector<Request>>> rounds(3, std::vector<std::vector<Request>>(n, {Req("a")}));
@@ -290,6 +405,7 @@ TEST_P(CachedController, AChangedShapeOnOneRankIsAMismatchOnEveryRank) {
       std::vector<std::vector<Request>>(n, {Req("a"), Req("b")}),
       std::vector<std::vector<Request>>(n, {Req("a"), Req("b")}),
       std::vector<std::vector<Request>>(n, {Req("a"), Req("b")}),
+      std::vector<std::vector<Request>>(n, {Req("a"), Req("b")}),
       std::vector<std::vector<Request>>(n, {Req("a"), Req("b")})};
   rounds[1][n - 1][1] = Req("b", {2, 2});  // the last rank changes b's shape
   rounds[2] = std::vector<std::vector<Request>>(n, {Req("a"), Req("b", {2, 2})});  // all do
@@ -308,9 +424,20 @@ TEST_P(CachedController, AChangedShapeOnOneRankIsAMismatchOnEveryRank) {
   } else {
     EXPECT_EQ(Names(bad), (std::vector<std::string>{"a", "b"}));  // no peer to disagree
   }
-  // The new shape is negotiated again, then cached.
-  EXPECT_EQ(o.lists[0][2].responses[0].counts, (std::vector<int64_t>{4, 4}));
-  EXPECT_EQ(o.lists[0][3].responses[0].counts, (std::vector<int64_t>{4, 4}));
+  // The new shape is negotiated again (cycle 2 at more than one rank), then cached; the old one
+  // is negotiated again in cycle 3 (a changed shape again). A hit does not fuse with a tensor
+  // negotiated in the same cycle (fusion/planner.h); in cycle 4 both are hits, fused.
+  for (size_t c : {2u, 3u}) {
+    int64_t elements = 0;
+    for (const Response& r : o.lists[0][c].responses) {
+      EXPECT_EQ(r.type, ResponseType::kAllreduce) << "cycle " << c;
+      for (int64_t count : r.counts) elements += count;
+    }
+    EXPECT_EQ(Names(o.lists[0][c]), (std::vector<std::string>{"a", "b"})) << "cycle " << c;
+    EXPECT_EQ(elements, 8) << "cycle " << c;
+  }
+  ASSERT_EQ(o.lists[0][4].responses.size(), 1u);
+  EXPECT_EQ(o.lists[0][4].responses[0].counts, (std::vector<int64_t>{4, 4}));
   EXPECT_GE(o.stats[0].invalidations, 1u);
 }
 

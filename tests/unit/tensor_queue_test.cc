@@ -1,3 +1,5 @@
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "runtime/tensor_queue.h"
@@ -49,7 +51,7 @@ TEST(TensorQueue, CloseReturnsPendingEntriesOnlyAndRefusesLaterOnes) {
   EXPECT_EQ(later.message(), "stopped");
 }
 
-TEST(TensorQueue, IdsAreStableAcrossSubmissionsAndTakeByIdChecksTheName) {
+TEST(TensorQueue, IdsAreStableAcrossSubmissionsAndTakeByIdTakesOnlyWhatIsInFlight) {
   TensorQueue q;
   ASSERT_TRUE(q.Add(Entry("a")).ok());
   ASSERT_TRUE(q.Add(Entry("b")).ok());
@@ -58,15 +60,40 @@ TEST(TensorQueue, IdsAreStableAcrossSubmissionsAndTakeByIdChecksTheName) {
   const int32_t a = added[0].id, b = added[1].id;
   EXPECT_GE(a, 0);
   EXPECT_NE(a, b);
-  EXPECT_FALSE(q.Take(a, "b").handle == nullptr);  // wrong id for "b": found by name
-  TensorEntry ea = q.Take(a, "a");
+  EXPECT_NE(added[0].id_serial, added[1].id_serial);
+  EXPECT_FALSE(q.Take(-1).handle);
+  EXPECT_FALSE(q.Take(1000).handle);
+  TensorEntry ea = q.Take(a);
   ASSERT_TRUE(ea.handle);
+  EXPECT_EQ(ea.request.name, "a");
   EXPECT_EQ(ea.request.id, a);
-  EXPECT_FALSE(q.Take(a, "a").handle);  // taken: reserved, not taken twice
+  EXPECT_FALSE(q.Take(a).handle);  // taken: reserved, not taken twice
   EXPECT_EQ(q.Add(Entry("a")).code(), StatusCode::kInvalidArgument);
   q.Release(ea.request);
+  EXPECT_FALSE(q.Take(a).handle);  // released: nothing in flight under the id
   ASSERT_TRUE(q.Add(Entry("a")).ok());
-  EXPECT_EQ(TakeNew(q).at(0).id, a);  // the same name keeps its id
+  const Request again = TakeNew(q).at(0);
+  EXPECT_EQ(again.id, a);  // the same name keeps its id and its serial
+  EXPECT_EQ(again.id_serial, added[0].id_serial);
+}
+
+// The response cache trusts (id, id_serial) without comparing names: an id the queue reuses
+// for another name after a sweep comes with a serial never given before.
+TEST(TensorQueue, AReusedIdComesWithANewSerial) {
+  TensorQueue q;
+  std::map<std::pair<int32_t, uint32_t>, std::string> seen;
+  const size_t n = 3 * TensorQueue::kMaxIdleNames;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = "once." + std::to_string(i % (n / 2));
+    ASSERT_TRUE(q.Add(Entry(name)).ok());
+    const Request r = TakeNew(q).at(0);
+    auto [it, added] = seen.emplace(std::make_pair(r.id, r.id_serial), name);
+    EXPECT_EQ(it->second, name) << "id " << r.id << " serial " << r.id_serial;
+    TensorEntry e = q.Take(r.id);
+    ASSERT_TRUE(e.handle);
+    q.Release(e.request);
+  }
+  EXPECT_LT(q.interned(), n / 2);  // ids were dropped and reused on the way
 }
 
 TEST(TensorQueue, IdleNamesAreDroppedOnceTheyOutnumberThoseInFlight) {
@@ -81,7 +108,7 @@ TEST(TensorQueue, IdleNamesAreDroppedOnceTheyOutnumberThoseInFlight) {
   }
   EXPECT_LE(q.interned(), TensorQueue::kMaxIdleNames + 1);
   std::vector<Request> added = TakeNew(q);
-  EXPECT_TRUE(q.Take(added[0].id, "kept").handle);  // a name in flight survives a sweep
+  EXPECT_TRUE(q.Take(added[0].id).handle);  // a name in flight survives a sweep
   EXPECT_EQ(q.Add(Entry("kept")).code(), StatusCode::kInvalidArgument);
 }
 
