@@ -568,23 +568,9 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
   bool absent = false;
   for (const TensorEntry& e : entries) absent = absent || !e.handle;
   Status status;
-  if (absent && response.device >= 0) {
-    // A joined rank's identity goes on its own device (JoinedDevice); the events are waited
-    // for there, before the prescaled copies read the inputs.
-    std::vector<void*> ready;
-    for (TensorEntry& e : entries) {
-      ready.push_back(e.ready_event);
-      e.ready_event = nullptr;
-    }
-    const int device = JoinedDevice(response);
-    status = DeviceJoinedAllreduceJob(response, entries, device, &ready, &job, &scratch);
-    if (status.ok()) status = device_allreduce_.Run(*data_, selector_, device, job, {});
-    FinishAllreduce(response, entries, status);
-    return;
-  }
-  if (absent) {
+  if (absent && response.device < 0) {
     status = JoinedAllreduceJob(response, entries, &job, &scratch);
-  } else {
+  } else if (!absent) {
     for (TensorEntry& e : entries) {
       job.tensors.push_back(
           FusedTensor{e.input, e.output, static_cast<size_t>(NumElements(e.request.shape))});
@@ -596,7 +582,14 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
       ready.push_back(e.ready_event);
       e.ready_event = nullptr;
     }
-    status = device_allreduce_.Run(*data_, selector_, response.device, job, ready);
+    int device = response.device;
+    if (absent) {
+      // A joined rank's identity goes on its own device; the events are waited for there
+      // (and consumed), before the prescaled copies read the inputs.
+      device = JoinedDevice(response);
+      status = DeviceJoinedAllreduceJob(response, entries, device, &ready, &job, &scratch);
+    }
+    if (status.ok()) status = device_allreduce_.Run(*data_, selector_, device, job, ready);
     FinishAllreduce(response, entries, status);
     return;
   }
