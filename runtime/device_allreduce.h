@@ -11,7 +11,8 @@
 //   5. wait for the stream by polling (with the peer watch), then complete the handles.
 // float16 and bfloat16 are reduced by NCCL in their own type. Integer Average on the device is
 // not supported (kUnimplemented). Without CUDA in the build, or without a device, every call
-// fails with a message saying which.
+// fails with a message saying which. The other operations' device path is in device_ops.h; a
+// joined rank's part in a device all-reduce is DeviceJoinedAllreduceJob (operations.h).
 #ifndef KOLO_RUNTIME_DEVICE_ALLREDUCE_H_
 #define KOLO_RUNTIME_DEVICE_ALLREDUCE_H_
 

@@ -1,6 +1,16 @@
 #include "runtime/handle.h"
 
+#include "collectives/cuda/device.h"
+
 namespace kolo {
+
+void BufferFree::operator()(void* p) const {
+  if (device < 0) {
+    std::free(p);
+  } else {
+    FreeDeviceMemory(device, p);
+  }
+}
 
 const Status& Handle::Wait() {
   if (!Poll()) {

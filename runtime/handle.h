@@ -15,14 +15,21 @@
 namespace kolo {
 
 // Memory kolo allocates for an output whose size is known only after negotiation (allgather,
-// reducescatter, alltoall).
+// reducescatter, alltoall): host memory (malloc) for host tensors, memory on the tensor's CUDA
+// device (cudaMalloc) for CUDA tensors, so a binding hands the output to its framework as a
+// tensor on that device. The deleter knows which, so whoever drops the buffer frees it right.
+struct BufferFree {
+  int device = -1;  // -1: host memory (std::free); >= 0: that CUDA device's (cudaFree)
+  void operator()(void* p) const;
+};
+
 struct OutputBuffer {
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
+  using Free = BufferFree;
   std::unique_ptr<void, Free> data;
   std::vector<int64_t> shape;
   std::vector<int64_t> splits;  // alltoall: rows received from each rank
+  // Where `data` lives: -1 host memory, >= 0 the CUDA device.
+  int device() const { return data.get_deleter().device; }
 };
 
 class Handle {

@@ -145,7 +145,8 @@ void Runtime::ExecuteJoin(const Response& response) {
   Finish(e, Status::OK());
 }
 
-StatusOr<int> Runtime::Join() {
+StatusOr<int> Runtime::Join(int device) {
+  join_device_ = device;
   Submission s;
   s.op = OpType::kJoin;
   s.name = kJoinPrefix + std::to_string(joins_.fetch_add(1));

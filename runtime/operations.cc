@@ -11,6 +11,7 @@
 //   from every q the rows q addressed to it, in rank order. The coordinator carries every
 //   rank's splits (a size x size matrix) in the Response; the received splits are column r.
 // barrier: negotiated like any name, then comm.Barrier() in Response order.
+// CUDA tensors of reducescatter and alltoall take the device path (runtime/device_ops.h).
 #include "runtime/operations.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <cstring>
 
 #include "collectives/reduce.h"
+#include "runtime/device_ops.h"
 
 namespace kolo {
 namespace {
@@ -126,6 +128,18 @@ Status Runtime::ExecuteReducescatter(const Response& response, TensorEntry& entr
     counts[r] = static_cast<size_t>(ReducescatterShare(shape[0], r, size)) * row;
   }
   const size_t mine = counts[rank];
+  if (response.device >= 0) {
+    void* ready = entry.ready_event;
+    entry.ready_event = nullptr;
+    auto reduced = DeviceReducescatter(*data_, response.device, entry.input, counts, dtype,
+                                       response.reduce_op, response.prescale, response.postscale,
+                                       ready);
+    if (!reduced.ok()) return Status(reduced.status()).AddContext(what);
+    reduced->shape = shape;
+    reduced->shape[0] = ReducescatterShare(shape[0], rank, size);
+    entry.handle->output() = std::move(*reduced);
+    return Status::OK();
+  }
 
   OutputBuffer out;
   out.data.reset(std::malloc(mine ? mine * DataTypeSize(dtype) : 1));
@@ -194,13 +208,22 @@ Status Runtime::ExecuteAlltoall(const Response& response, TensorEntry& entry) {
   }
   OutputBuffer out;
   const size_t total = static_cast<size_t>(rows) * row_bytes;
-  out.data.reset(std::malloc(total ? total : 1));
-  if (!out.data) {
-    return ResourceExhaustedError(what + ": cannot allocate " + std::to_string(total) +
-                                  " bytes for the output");
+  if (response.device >= 0) {
+    void* ready = entry.ready_event;
+    entry.ready_event = nullptr;
+    auto exchanged = DeviceAlltoall(*data_, response.device, entry.input, send_bytes, recv_bytes,
+                                    ready);
+    if (!exchanged.ok()) return Status(exchanged.status()).AddContext(what);
+    out = std::move(*exchanged);
+  } else {
+    out.data.reset(std::malloc(total ? total : 1));
+    if (!out.data) {
+      return ResourceExhaustedError(what + ": cannot allocate " + std::to_string(total) +
+                                    " bytes for the output");
+    }
+    Status s = collectives_.Alltoallv(*data_, entry.input, send_bytes, out.data.get(), recv_bytes);
+    if (!s.ok()) return s.AddContext(what);
   }
-  Status s = collectives_.Alltoallv(*data_, entry.input, send_bytes, out.data.get(), recv_bytes);
-  if (!s.ok()) return s.AddContext(what);
   out.shape = entry.request.shape;
   out.shape[0] = rows;
   out.splits = std::move(received);

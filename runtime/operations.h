@@ -41,6 +41,17 @@ struct JoinedScratch {
 Status JoinedAllreduceJob(const Response& response, const std::vector<TensorEntry>& entries,
                           AllreduceJob* job, JoinedScratch* scratch);
 
+// The same for a device all-reduce (runtime/device_join.cc): the identity buffers are on CUDA
+// device `device` (the joined rank's own: Runtime::JoinedDevice says which), zeros by
+// cudaMemsetAsync or the identity filled on the host and copied, and the prescaled copies of
+// Min/Max/Product inputs are made by the batched kernel. Those copies read the submitted
+// inputs, so the ready events are waited for here, on kolo's stream of `device`: each is
+// consumed (destroyed, and its slot set to nullptr). Host staging of the identities stays in
+// `scratch` until the job has run.
+Status DeviceJoinedAllreduceJob(const Response& response, const std::vector<TensorEntry>& entries,
+                                int device, std::vector<void*>* ready_events, AllreduceJob* job,
+                                JoinedScratch* scratch);
+
 }  // namespace kolo
 
 #endif  // KOLO_RUNTIME_OPERATIONS_H_

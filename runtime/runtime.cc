@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "collectives/cuda/device.h"
 #include "fusion/planner.h"
+#include "runtime/device_ops.h"
 #include "runtime/operations.h"
 
 namespace kolo {
@@ -171,8 +172,8 @@ std::string Where(const PointerKind& k) {
 }
 
 // Sets r->device from the submission (or from its buffers, asking CUDA); kInvalidArgument when
-// input and output are in different memories, kUnimplemented for CUDA tensors of operations
-// that have no device path yet.
+// input and output are in different memories, or for a reduction of CUDA tensors the device
+// path cannot do (DeviceReductionRefusal: a dtype NCCL has not, integer Average).
 Status ResolveDevice(const Submission& s, Request* r) {
   int device = s.device;
   if (device == kDetectDevice) {
@@ -187,10 +188,13 @@ Status ResolveDevice(const Submission& s, Request* r) {
       device = in.memory == MemoryKind::kCuda ? in.device : -1;
     }
   }
-  if (device >= 0 && s.op != OpType::kAllreduce && s.op != OpType::kBroadcast) {
-    return UnimplementedError(Describe(s) + ": tensors in CUDA memory (cuda:" +
-                              std::to_string(device) +
-                              ") are supported by allreduce and broadcast only so far");
+  const bool reduces = s.op == OpType::kAllreduce || s.op == OpType::kReducescatter;
+  if (device >= 0 && reduces) {
+    const std::string why = DeviceReductionRefusal(s.dtype, s.reduce_op);
+    if (!why.empty()) {
+      return InvalidArgumentError(Describe(s) + ": " + std::string(DataTypeName(s.dtype)) +
+                                  " tensor on cuda:" + std::to_string(device) + ": " + why);
+    }
   }
   r->device = device;
   return Status::OK();
@@ -205,6 +209,7 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   Status valid = Validate(s, layout_.size);
   if (valid.ok()) valid = ResolveDevice(s, &r);
   if (valid.ok() && s.op == OpType::kAlltoall) r.splits = ResolvedSplits(s, layout_.size);
+  if (valid.ok() && r.device >= 0) last_device_ = r.device;
   std::unique_lock<std::mutex> join_lock(join_mu_);
   if (!join_name_.empty()) {
     if (s.op == OpType::kJoin) {
@@ -312,6 +317,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
                           : InvalidArgumentError(Describe(s) + ": a group holds one operation (" +
                                                  std::string(OpTypeName(op)) + ")");
     if (v.ok()) v = ResolveDevice(s, &r);
+    if (v.ok() && r.device >= 0) last_device_ = r.device;
     if (v.ok() && r.device >= 0 && s.ready_stream != nullptr) {
       auto ev = RecordReadyEvent(r.device, s.ready_stream);
       if (ev.ok()) {
@@ -566,9 +572,9 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
   bool absent = false;
   for (const TensorEntry& e : entries) absent = absent || !e.handle;
   Status status;
-  if (absent) {
+  if (absent && response.device < 0) {
     status = JoinedAllreduceJob(response, entries, &job, &scratch);
-  } else {
+  } else if (!absent) {
     for (TensorEntry& e : entries) {
       job.tensors.push_back(
           FusedTensor{e.input, e.output, static_cast<size_t>(NumElements(e.request.shape))});
@@ -580,12 +586,14 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
       ready.push_back(e.ready_event);
       e.ready_event = nullptr;
     }
-    if (status.ok() && absent) {
-      status = UnimplementedError("join with CUDA tensors is not supported yet");
-      for (void* ev : ready) DestroyReadyEvent(ev);
-    } else if (status.ok()) {
-      status = device_allreduce_.Run(*data_, selector_, response.device, job, ready);
+    int device = response.device;
+    if (absent) {
+      // A joined rank's identity goes on its own device; the events are waited for there
+      // (and consumed), before the prescaled copies read the inputs.
+      device = JoinedDevice(response);
+      status = DeviceJoinedAllreduceJob(response, entries, device, &ready, &job, &scratch);
     }
+    if (status.ok()) status = device_allreduce_.Run(*data_, selector_, device, job, ready);
     FinishAllreduce(response, entries, status);
     return;
   }
@@ -651,14 +659,24 @@ Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
   }
   const size_t total = static_cast<size_t>(rows) * row_bytes;
   OutputBuffer out;
-  out.data.reset(std::malloc(total ? total : 1));
-  if (!out.data) {
-    return ResourceExhaustedError("allgather '" + entry.request.name + "': cannot allocate " +
-                                  std::to_string(total) + " bytes for the output");
+  if (response.device >= 0) {
+    void* ready = entry.ready_event;
+    entry.ready_event = nullptr;
+    auto gathered = DeviceAllgather(*data_, response.device, entry.input, recv_bytes, ready);
+    if (!gathered.ok()) {
+      return Status(gathered.status()).AddContext("allgather '" + entry.request.name + "'");
+    }
+    out = std::move(*gathered);
+  } else {
+    out.data.reset(std::malloc(total ? total : 1));
+    if (!out.data) {
+      return ResourceExhaustedError("allgather '" + entry.request.name + "': cannot allocate " +
+                                    std::to_string(total) + " bytes for the output");
+    }
+    Status s = collectives_.Allgatherv(*data_, entry.input, recv_bytes[layout_.rank],
+                                       out.data.get(), recv_bytes);
+    if (!s.ok()) return s.AddContext("allgather '" + entry.request.name + "'");
   }
-  Status s = collectives_.Allgatherv(*data_, entry.input, recv_bytes[layout_.rank],
-                                     out.data.get(), recv_bytes);
-  if (!s.ok()) return s.AddContext("allgather '" + entry.request.name + "'");
   out.shape = shape;
   out.shape[0] = rows;
   entry.handle->output() = std::move(out);

@@ -100,7 +100,9 @@ class Runtime {
   // include this rank; any other operation that needs this rank fails on its submitters. Submissions on this rank are refused until the
   // join completes (kFailedPrecondition), and announced so the peers' same names fail rather
   // than wait. Negotiated under the reserved name "__kolo_join.<n>". One thread per rank.
-  StatusOr<int> Join();
+  // `device` (Horovod's join(device)): the CUDA device for this rank's identity in device
+  // all-reduces while it is joined; -1 lets JoinedDevice choose.
+  StatusOr<int> Join(int device = -1);
   // Asks every rank to stop, waits for the background thread, fails what is still pending,
   // closes the timeline.
   void Shutdown();
@@ -128,6 +130,16 @@ class Runtime {
                        Status status);
   void ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries);
   void ExecuteJoin(const Response& response);
+  // The device a joined rank reduces its identity on, for a device all-reduce it never
+  // submitted: its own. That is the device given to Join, else the device of its last CUDA
+  // submission to this runtime (its NCCL communicator for these ranks is there); a rank that
+  // did neither uses the submitters' device (response.device: negotiation makes every
+  // submitter give the same ordinal, so it names this rank's GPU in the usual one-visible-GPU
+  // or device-per-local-rank set-ups alike).
+  int JoinedDevice(const Response& response) const {
+    const int given = join_device_.load(), last = last_device_.load();
+    return given >= 0 ? given : last >= 0 ? last : response.device;
+  }
   Status ExecuteAllgather(const Response& response, TensorEntry& entry);
   Status ExecuteBroadcast(const Response& response, TensorEntry& entry);
   // runtime/operations.cc
@@ -169,6 +181,8 @@ class Runtime {
   std::mutex join_mu_;
   std::string join_name_;
   std::atomic<int> last_joined_{-1};  // set before the join's handle completes
+  std::atomic<int> last_device_{-1};  // the CUDA device of this rank's last device submission
+  std::atomic<int> join_device_{-1};  // the device given to the pending (or last) Join
   mutable std::mutex stats_mu_;
   NegotiationStats stats_;  // guarded by stats_mu_: a copy of controller_.stats()
 };

@@ -10,7 +10,8 @@
 #      from the toolkit or from the nvidia-nccl Python wheel that PyTorch brings);
 #   3. kolo-gpu-check (tests/gpu/gpu_check_main.cc): pack/unpack kernels against the host kernel,
 #      their bandwidth on the ResNet-50 layout against cudaMemcpy, NCCL through kolo on one rank
-#      against the raw ncclAllReduce;
+#      against the raw ncclAllReduce, kolo's NCCL all-gather / all-to-all / reduce-scatter on one
+#      rank (with the full build, step 2 also runs tests/python/test_cuda.py at one rank);
 #   4. the table, also written to $OUT/gpu_check.md when $OUT is set (the device tool's folder)
 #      or build-gpu/gpu_check.md.
 # Results go to docs/benchmarks.md ("GPU"), with the card, driver and date.
@@ -67,6 +68,15 @@ if command -v mpicc >/dev/null 2>&1 && pkg-config --exists hwloc 2>/dev/null &&
     else
       row "kolo-bench --device cuda" "FAIL" "$(tail -2 build-gpu/bench-cuda.txt | tr '\n' ' ')"
     fi
+    # kolo.torch on CUDA tensors: every collective against CPU references, one rank (NCCL needs
+    # a GPU per rank).
+    if timeout 180 env PYTHONPATH="build-gpu/python" mpirun --allow-run-as-root -np 1 \
+        python3 -m pytest -x -q -p no:cacheprovider tests/python/test_cuda.py \
+        >build-gpu/pytest-cuda.txt 2>&1; then
+      row "kolo.torch on CUDA (pytest test_cuda.py, 1 rank)" "PASS" "$(tail -1 build-gpu/pytest-cuda.txt)"
+    else
+      row "kolo.torch on CUDA (pytest test_cuda.py, 1 rank)" "FAIL" "$(tail -2 build-gpu/pytest-cuda.txt | tr '\n' ' ')"
+    fi
   else
     row "full build" "FAIL" "see build-gpu/configure.log, build-gpu/build.log"
   fi
@@ -100,7 +110,9 @@ elif command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     collectives/nccl/nccl_run.cc collectives/hierarchical_composition.cc fusion/cuda/device_pack.cu bench/models.cc
     tests/gpu/gpu_check_main.cc)
   ((with_nccl)) && srcs+=(collectives/nccl/nccl_lib.cc collectives/nccl/nccl_comm.cc
-    collectives/nccl/nccl_communicator.cc)
+    collectives/nccl/nccl_communicator.cc collectives/nccl/nccl_allgatherv.cc
+    collectives/nccl/nccl_alltoallv.cc collectives/nccl/nccl_reduce_scatter.cc
+    collectives/nccl/nccl_plan.cc)
   kolo_log "nvcc build of kolo-gpu-check (sm_${arch}, NCCL ${with_nccl})"
   if "${nvcc}" -std=c++17 -O2 -arch="sm_${arch}" -I. -I"${gen}" ${nccl_inc:+-I"${nccl_inc}"} \
       "${srcs[@]}" -o build-gpu/min/kolo-gpu-check -ldl -lpthread >build-gpu/min/build.log 2>&1; then

@@ -124,6 +124,15 @@ kolo_status_t CheckDtype(int dtype, const char* name) {
   return KOLO_SUCCESS;
 }
 
+// A binding's `device` (kolo.h, KOLO_DEVICE_*): detect, host, or a CUDA ordinal.
+kolo_status_t CheckDevice(int device, const char* what, const char* name) {
+  if (device >= KOLO_DEVICE_DETECT) return KOLO_SUCCESS;
+  return Fail(kolo::InvalidArgumentError(std::string(what) + " '" + (name ? name : "") +
+                                         "': device " + std::to_string(device) +
+                                         " is none of KOLO_DEVICE_DETECT, KOLO_DEVICE_HOST or a "
+                                         "CUDA ordinal"));
+}
+
 // The cost model the job's topology implies (collectives/topology_cost.h); the defaults, with a
 // warning, when hwloc could not describe some node. A KOLO_TOPOLOGY_XML that a node cannot
 // load sets *status (on every rank alike).
@@ -300,10 +309,23 @@ kolo_status_t kolo_allreduce_async_on_stream(int process_set, const char* name,
 kolo_status_t kolo_allgather_async_on(int process_set, const char* name, const void* input,
                                       kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                       kolo_handle_t* handle) {
+  return kolo_allgather_async_on_stream(process_set, name, input, dtype, ndim, shape,
+                                        KOLO_DEVICE_DETECT, nullptr, handle);
+}
+
+kolo_status_t kolo_allgather_async_on_stream(int process_set, const char* name, const void* input,
+                                             kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                             int device, void* cuda_stream,
+                                             kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) {
     return Announce(process_set, kolo::OpType::kAllgather, name, s);
   }
+  if (kolo_status_t s = CheckDevice(device, "allgather", name)) {
+    return Announce(process_set, kolo::OpType::kAllgather, name, s);
+  }
   kolo::Submission sub = NewSubmission(kolo::OpType::kAllgather, name, input, dtype);
+  sub.device = device;
+  sub.ready_stream = cuda_stream;
   return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
 }
 
@@ -324,6 +346,20 @@ kolo_status_t kolo_reducescatter_async_on(int process_set, const char* name, con
                                           kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                           kolo_reduce_op_t op, double prescale_factor,
                                           double postscale_factor, kolo_handle_t* handle) {
+  return kolo_reducescatter_async_on_stream(process_set, name, input, dtype, ndim, shape, op,
+                                            prescale_factor, postscale_factor, KOLO_DEVICE_DETECT,
+                                            nullptr, handle);
+}
+
+kolo_status_t kolo_reducescatter_async_on_stream(int process_set, const char* name,
+                                                 const void* input, kolo_dtype_t dtype, int ndim,
+                                                 const int64_t* shape, kolo_reduce_op_t op,
+                                                 double prescale_factor, double postscale_factor,
+                                                 int device, void* cuda_stream,
+                                                 kolo_handle_t* handle) {
+  if (kolo_status_t s = CheckDevice(device, "reducescatter", name)) {
+    return Announce(process_set, kolo::OpType::kReducescatter, name, s);
+  }
   if (kolo_status_t s = CheckDtype(dtype, name)) {
     return Announce(process_set, kolo::OpType::kReducescatter, name, s);
   }
@@ -334,16 +370,31 @@ kolo_status_t kolo_reducescatter_async_on(int process_set, const char* name, con
   sub.reduce_op = static_cast<kolo::ReduceOp>(op);
   sub.prescale = prescale_factor;
   sub.postscale = postscale_factor;
+  sub.device = device;
+  sub.ready_stream = cuda_stream;
   return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
 }
 
 kolo_status_t kolo_alltoall_async_on(int process_set, const char* name, const void* input,
                                      kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                      const int64_t* splits, kolo_handle_t* handle) {
+  return kolo_alltoall_async_on_stream(process_set, name, input, dtype, ndim, shape, splits,
+                                       KOLO_DEVICE_DETECT, nullptr, handle);
+}
+
+kolo_status_t kolo_alltoall_async_on_stream(int process_set, const char* name, const void* input,
+                                            kolo_dtype_t dtype, int ndim, const int64_t* shape,
+                                            const int64_t* splits, int device, void* cuda_stream,
+                                            kolo_handle_t* handle) {
   if (kolo_status_t s = CheckDtype(dtype, name)) {
     return Announce(process_set, kolo::OpType::kAlltoall, name, s);
   }
+  if (kolo_status_t s = CheckDevice(device, "alltoall", name)) {
+    return Announce(process_set, kolo::OpType::kAlltoall, name, s);
+  }
   kolo::Submission sub = NewSubmission(kolo::OpType::kAlltoall, name, input, dtype);
+  sub.device = device;
+  sub.ready_stream = cuda_stream;
   return Submit(std::move(sub), ndim, shape, handle, splits, process_set);
 }
 
@@ -353,10 +404,12 @@ namespace {
 
 // The shared part of the grouped functions: checks the arrays, builds one Submission per tensor
 // (`fill` adds the operation's own fields) and enqueues them as a group.
+// `devices`: NULL (ask CUDA) or one per tensor; `cuda_stream` is every tensor's ready stream.
 kolo_status_t SubmitGroup(int process_set, kolo::OpType op, int count, const char* const* names,
                           const void* const* inputs, void* const* outputs,
                           const kolo_dtype_t* dtypes, const int* ndims,
-                          const int64_t* const* shapes, kolo_handle_t* handles,
+                          const int64_t* const* shapes, const int* devices, void* cuda_stream,
+                          kolo_handle_t* handles,
                           const std::function<void(kolo::Submission&)>& fill) {
   g_last_error.clear();
   const std::string what = "grouped " + std::string(kolo::OpTypeName(op));
@@ -378,8 +431,13 @@ kolo_status_t SubmitGroup(int process_set, kolo::OpType op, int count, const cha
     std::underlying_type_t<kolo_dtype_t> raw;
     std::memcpy(&raw, &dtypes[i], sizeof raw);
     if (kolo_status_t s = CheckDtype(static_cast<int>(raw), name)) return refuse_all(s);
+    if (devices) {
+      if (kolo_status_t s = CheckDevice(devices[i], what.c_str(), name)) return refuse_all(s);
+    }
     kolo::Submission sub = NewSubmission(op, name, inputs[i], static_cast<kolo_dtype_t>(raw));
     if (outputs) sub.output = outputs[i];
+    if (devices) sub.device = devices[i];
+    sub.ready_stream = cuda_stream;
     const int ndim = ndims[i];
     if (sub.name.empty() || ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shapes[i])) {
       return refuse_all(Fail(kolo::InvalidArgumentError(
@@ -411,11 +469,21 @@ kolo_status_t kolo_grouped_allreduce_async_on(int process_set, int count,
                                               const int64_t* const* shapes, kolo_reduce_op_t op,
                                               double prescale_factor, double postscale_factor,
                                               kolo_handle_t* handles) {
+  return kolo_grouped_allreduce_async_on_stream(process_set, count, names, inputs, outputs,
+                                                dtypes, ndims, shapes, op, prescale_factor,
+                                                postscale_factor, nullptr, nullptr, handles);
+}
+
+kolo_status_t kolo_grouped_allreduce_async_on_stream(
+    int process_set, int count, const char* const* names, const void* const* inputs,
+    void* const* outputs, const kolo_dtype_t* dtypes, const int* ndims,
+    const int64_t* const* shapes, kolo_reduce_op_t op, double prescale_factor,
+    double postscale_factor, const int* devices, void* cuda_stream, kolo_handle_t* handles) {
   if (kolo_status_t s = CheckReduceOp(op, "grouped allreduce", names && count > 0 ? names[0] : "")) {
     return AnnounceGroup(process_set, kolo::OpType::kAllreduce, count, names, s);
   }
   return SubmitGroup(process_set, kolo::OpType::kAllreduce, count, names, inputs, outputs, dtypes,
-                     ndims, shapes, handles, [&](kolo::Submission& s) {
+                     ndims, shapes, devices, cuda_stream, handles, [&](kolo::Submission& s) {
                        s.reduce_op = static_cast<kolo::ReduceOp>(op);
                        s.prescale = prescale_factor;
                        s.postscale = postscale_factor;
@@ -428,8 +496,16 @@ kolo_status_t kolo_grouped_allgather_async_on(int process_set, int count,
                                               const kolo_dtype_t* dtypes, const int* ndims,
                                               const int64_t* const* shapes,
                                               kolo_handle_t* handles) {
+  return kolo_grouped_allgather_async_on_stream(process_set, count, names, inputs, dtypes, ndims,
+                                                shapes, nullptr, nullptr, handles);
+}
+
+kolo_status_t kolo_grouped_allgather_async_on_stream(
+    int process_set, int count, const char* const* names, const void* const* inputs,
+    const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
+    const int* devices, void* cuda_stream, kolo_handle_t* handles) {
   return SubmitGroup(process_set, kolo::OpType::kAllgather, count, names, inputs, nullptr, dtypes,
-                     ndims, shapes, handles, [](kolo::Submission&) {});
+                     ndims, shapes, devices, cuda_stream, handles, [](kolo::Submission&) {});
 }
 
 kolo_status_t kolo_grouped_reducescatter_async_on(int process_set, int count,
@@ -440,12 +516,23 @@ kolo_status_t kolo_grouped_reducescatter_async_on(int process_set, int count,
                                                   kolo_reduce_op_t op, double prescale_factor,
                                                   double postscale_factor,
                                                   kolo_handle_t* handles) {
+  return kolo_grouped_reducescatter_async_on_stream(process_set, count, names, inputs, dtypes,
+                                                    ndims, shapes, op, prescale_factor,
+                                                    postscale_factor, nullptr, nullptr, handles);
+}
+
+kolo_status_t kolo_grouped_reducescatter_async_on_stream(
+    int process_set, int count, const char* const* names, const void* const* inputs,
+    const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
+    kolo_reduce_op_t op, double prescale_factor, double postscale_factor, const int* devices,
+    void* cuda_stream, kolo_handle_t* handles) {
   if (kolo_status_t s =
           CheckReduceOp(op, "grouped reducescatter", names && count > 0 ? names[0] : "")) {
     return AnnounceGroup(process_set, kolo::OpType::kReducescatter, count, names, s);
   }
   return SubmitGroup(process_set, kolo::OpType::kReducescatter, count, names, inputs, nullptr,
-                     dtypes, ndims, shapes, handles, [&](kolo::Submission& s) {
+                     dtypes, ndims, shapes, devices, cuda_stream, handles,
+                     [&](kolo::Submission& s) {
                        s.reduce_op = static_cast<kolo::ReduceOp>(op);
                        s.prescale = prescale_factor;
                        s.postscale = postscale_factor;
@@ -563,10 +650,18 @@ kolo_status_t kolo_process_set_ranks(int process_set_id, int* ranks) {
 }
 
 kolo_status_t kolo_join(int* last_joined_rank) {
+  return kolo_join_on_device(KOLO_DEVICE_HOST, last_joined_rank);
+}
+
+kolo_status_t kolo_join_on_device(int device, int* last_joined_rank) {
   g_last_error.clear();
   auto runtime = CurrentRuntime();
   if (!runtime) return Fail(kolo::FailedPreconditionError("join: kolo is not initialized"));
-  kolo::StatusOr<int> last = runtime->Join();
+  if (device < KOLO_DEVICE_HOST) {
+    return Fail(kolo::InvalidArgumentError("join: device " + std::to_string(device) +
+                                           " is neither KOLO_DEVICE_HOST nor a CUDA ordinal"));
+  }
+  kolo::StatusOr<int> last = runtime->Join(device);
   if (!last.ok()) return Fail(last.status());
   if (last_joined_rank) *last_joined_rank = *last;
   return KOLO_SUCCESS;
@@ -644,6 +739,16 @@ kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int* n
   *data = h.output().data.get();
   *ndim = static_cast<int>(h.output().shape.size());
   std::memcpy(shape, h.output().shape.data(), sizeof(int64_t) * h.output().shape.size());
+  return KOLO_SUCCESS;
+}
+
+kolo_status_t kolo_handle_output_device(kolo_handle_t handle, int* device) {
+  if (!handle || !device) return KOLO_ERR_INVALID_ARGUMENT;
+  kolo::Handle& h = *handle->handle;
+  if (!h.Poll() || !h.status().ok() || h.output().shape.empty()) {
+    return KOLO_ERR_FAILED_PRECONDITION;
+  }
+  *device = h.output().device();
   return KOLO_SUCCESS;
 }
 

@@ -38,6 +38,7 @@ void Check(kolo_status_t code) {
 struct TensorView {
   void* data = nullptr;
   std::vector<int64_t> shape;
+  int device = KOLO_DEVICE_HOST;  // the CUDA ordinal of a CUDA tensor
 };
 
 TensorView View(const py::capsule& capsule, kolo_dtype_t dtype, const std::string& what) {
@@ -48,7 +49,7 @@ TensorView View(const py::capsule& capsule, kolo_dtype_t dtype, const std::strin
   }
   auto* managed = static_cast<DLManagedTensor*>(capsule.get_pointer());
   const DLTensor& t = managed->dl_tensor;
-  // CUDA memory passes here; the runtime decides which operations take it (allreduce).
+  // CUDA memory passes here; the runtime decides what it can do with it.
   if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDA) {
     Raise(KOLO_ERR_INVALID_ARGUMENT,
           what + ": only CPU and CUDA tensors are supported (DLPack device type " +
@@ -80,6 +81,7 @@ TensorView View(const py::capsule& capsule, kolo_dtype_t dtype, const std::strin
     }
   }
   v.data = static_cast<char*>(t.data) + t.byte_offset;
+  if (t.device.device_type == kDLCUDA) v.device = t.device.device_id;
   return v;
 }
 
@@ -128,14 +130,18 @@ class Handle {
     if (s != KOLO_SUCCESS) Raise(s, kolo_handle_message(h_));
   }
 
-  // The gathered tensor as a DLPack capsule. Its memory belongs to the kolo handle, which the
-  // capsule's deleter frees: ownership moves to the consumer, so this works once.
+  // The gathered tensor as a DLPack capsule, on the device kolo wrote it to (host memory, or
+  // the input's CUDA device). Its memory belongs to the kolo handle, which the capsule's deleter
+  // frees: ownership moves to the consumer, so this works once. kolo completed the handle only
+  // after its stream finished writing, so the consumer may read it on any stream.
   py::capsule Output() {
     Wait();
     const void* data = nullptr;
     int ndim = 0;
     int64_t shape[KOLO_MAX_DIMS];
     Check(kolo_handle_output(h_, &data, &ndim, shape));
+    int device = KOLO_DEVICE_HOST;
+    Check(kolo_handle_output_device(h_, &device));
     struct Owner {
       kolo_handle_t handle;
       std::vector<int64_t> shape;
@@ -143,7 +149,8 @@ class Handle {
     auto* owner = new Owner{h_, std::vector<int64_t>(shape, shape + ndim)};
     auto* managed = new DLManagedTensor{};
     managed->dl_tensor.data = const_cast<void*>(data);
-    managed->dl_tensor.device = DLDevice{kDLCPU, 0};
+    managed->dl_tensor.device =
+        device >= 0 ? DLDevice{kDLCUDA, device} : DLDevice{kDLCPU, 0};
     managed->dl_tensor.ndim = ndim;
     managed->dl_tensor.dtype = DlType(dtype_);
     managed->dl_tensor.shape = owner->shape.data();
@@ -232,30 +239,36 @@ std::unique_ptr<Handle> AllreduceAsync(const std::string& name, py::capsule in, 
   return std::make_unique<Handle>(h, std::vector<py::object>{in, out}, dtype, name);
 }
 
+// For the operations below: the tensor's device comes from its capsule (so an empty CUDA
+// tensor, whose pointer may be NULL, is still known to be on the GPU), and `stream` is the
+// framework stream whose queued work writes it (0: none).
 std::unique_ptr<Handle> AllgatherAsync(const std::string& name, py::capsule in, int dtype_code,
-                                       int process_set) {
+                                       int process_set, std::uintptr_t stream) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "allgather '" + name + "' input");
   kolo_handle_t h = nullptr;
-  Check(kolo_allgather_async_on(process_set, CheckName(name).c_str(), vin.data, dtype,
-                                static_cast<int>(vin.shape.size()), vin.shape.data(), &h));
+  Check(kolo_allgather_async_on_stream(process_set, CheckName(name).c_str(), vin.data, dtype,
+                                       static_cast<int>(vin.shape.size()), vin.shape.data(),
+                                       vin.device, reinterpret_cast<void*>(stream), &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
 }
 
 std::unique_ptr<Handle> ReducescatterAsync(const std::string& name, py::capsule in, int dtype_code,
                                            int op, double prescale, double postscale,
-                                           int process_set) {
+                                           int process_set, std::uintptr_t stream) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "reducescatter '" + name + "' input");
   kolo_handle_t h = nullptr;
-  Check(kolo_reducescatter_async_on(process_set, CheckName(name).c_str(), vin.data, dtype,
-                                    static_cast<int>(vin.shape.size()), vin.shape.data(),
-                                    static_cast<kolo_reduce_op_t>(op), prescale, postscale, &h));
+  Check(kolo_reducescatter_async_on_stream(
+      process_set, CheckName(name).c_str(), vin.data, dtype, static_cast<int>(vin.shape.size()),
+      vin.shape.data(), static_cast<kolo_reduce_op_t>(op), prescale, postscale, vin.device,
+      reinterpret_cast<void*>(stream), &h));
   return std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
 }
 
 std::unique_ptr<Handle> AlltoallAsync(const std::string& name, py::capsule in, int dtype_code,
-                                      const std::vector<int64_t>& splits, int process_set) {
+                                      const std::vector<int64_t>& splits, int process_set,
+                                      std::uintptr_t stream) {
   const kolo_dtype_t dtype = Dtype(dtype_code);
   TensorView vin = View(in, dtype, "alltoall '" + name + "' input");
   // kolo reads one split per rank of the set: a shorter list would be read past its end.
@@ -265,9 +278,10 @@ std::unique_ptr<Handle> AlltoallAsync(const std::string& name, py::capsule in, i
                                          " splits for " + std::to_string(set_size) + " ranks");
   }
   kolo_handle_t h = nullptr;
-  Check(kolo_alltoall_async_on(process_set, CheckName(name).c_str(), vin.data, dtype,
-                               static_cast<int>(vin.shape.size()), vin.shape.data(),
-                               splits.empty() ? nullptr : splits.data(), &h));
+  Check(kolo_alltoall_async_on_stream(process_set, CheckName(name).c_str(), vin.data, dtype,
+                                      static_cast<int>(vin.shape.size()), vin.shape.data(),
+                                      splits.empty() ? nullptr : splits.data(), vin.device,
+                                      reinterpret_cast<void*>(stream), &h));
   auto handle = std::make_unique<Handle>(h, std::vector<py::object>{in}, dtype, name);
   handle->SetSplitsCount(set_size);
   return handle;
@@ -293,7 +307,7 @@ std::unique_ptr<Handle> BroadcastAsync(const std::string& name, py::capsule in, 
 py::list GroupedAsync(const std::string& op_name, const std::vector<std::string>& names,
                       const std::vector<py::capsule>& ins, const std::vector<py::capsule>& outs,
                       const std::vector<int>& dtype_codes, int op, double prescale,
-                      double postscale, int process_set) {
+                      double postscale, int process_set, std::uintptr_t stream) {
   const bool allreduce = op_name == "allreduce";
   const size_t n = names.size();
   if (ins.size() != n || dtype_codes.size() != n || (allreduce && outs.size() != n) || n == 0) {
@@ -319,10 +333,11 @@ py::list GroupedAsync(const std::string& op_name, const std::vector<std::string>
   std::vector<const char*> name_ptrs;
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
-  std::vector<int> ndims;
+  std::vector<int> ndims, devices;
   std::vector<const int64_t*> shapes;
   for (size_t i = 0; i < n; ++i) {
     name_ptrs.push_back(checked[i].c_str());
+    devices.push_back(vin[i].device);
     in_ptrs.push_back(vin[i].data);
     if (allreduce) out_ptrs.push_back(vout[i].data);
     ndims.push_back(static_cast<int>(vin[i].shape.size()));
@@ -331,20 +346,21 @@ py::list GroupedAsync(const std::string& op_name, const std::vector<std::string>
   std::vector<kolo_handle_t> handles(n, nullptr);
   const int count = static_cast<int>(n);
   const auto reduce_op = static_cast<kolo_reduce_op_t>(op);
+  void* const ready = reinterpret_cast<void*>(stream);
   if (allreduce) {
-    Check(kolo_grouped_allreduce_async_on(process_set, count, name_ptrs.data(), in_ptrs.data(),
-                                          out_ptrs.data(), dtypes.data(), ndims.data(),
-                                          shapes.data(), reduce_op, prescale, postscale,
-                                          handles.data()));
+    Check(kolo_grouped_allreduce_async_on_stream(
+        process_set, count, name_ptrs.data(), in_ptrs.data(), out_ptrs.data(), dtypes.data(),
+        ndims.data(), shapes.data(), reduce_op, prescale, postscale, devices.data(), ready,
+        handles.data()));
   } else if (op_name == "allgather") {
-    Check(kolo_grouped_allgather_async_on(process_set, count, name_ptrs.data(), in_ptrs.data(),
-                                          dtypes.data(), ndims.data(), shapes.data(),
-                                          handles.data()));
+    Check(kolo_grouped_allgather_async_on_stream(process_set, count, name_ptrs.data(),
+                                                 in_ptrs.data(), dtypes.data(), ndims.data(),
+                                                 shapes.data(), devices.data(), ready,
+                                                 handles.data()));
   } else if (op_name == "reducescatter") {
-    Check(kolo_grouped_reducescatter_async_on(process_set, count, name_ptrs.data(),
-                                              in_ptrs.data(), dtypes.data(), ndims.data(),
-                                              shapes.data(), reduce_op, prescale, postscale,
-                                              handles.data()));
+    Check(kolo_grouped_reducescatter_async_on_stream(
+        process_set, count, name_ptrs.data(), in_ptrs.data(), dtypes.data(), ndims.data(),
+        shapes.data(), reduce_op, prescale, postscale, devices.data(), ready, handles.data()));
   } else {
     Raise(KOLO_ERR_INVALID_ARGUMENT, "grouped '" + op_name + "': not a grouped operation");
   }
@@ -403,14 +419,15 @@ PYBIND11_MODULE(_kolo, m) {
       py::arg("process_set"), py::arg("op"), py::arg("name"), py::arg("reason"));
   m.def("grouped_async", &GroupedAsync, py::arg("op_name"), py::arg("names"), py::arg("inputs"),
         py::arg("outputs"), py::arg("dtypes"), py::arg("op") = 0, py::arg("prescale") = 1.0,
-        py::arg("postscale") = 1.0, py::arg("process_set") = 0);
+        py::arg("postscale") = 1.0, py::arg("process_set") = 0, py::arg("stream") = 0);
   m.def("allgather_async", &AllgatherAsync, py::arg("name"), py::arg("input"), py::arg("dtype"),
-        py::arg("process_set") = 0);
+        py::arg("process_set") = 0, py::arg("stream") = 0);
   m.def("reducescatter_async", &ReducescatterAsync, py::arg("name"), py::arg("input"),
         py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
-        py::arg("process_set") = 0);
+        py::arg("process_set") = 0, py::arg("stream") = 0);
   m.def("alltoall_async", &AlltoallAsync, py::arg("name"), py::arg("input"), py::arg("dtype"),
-        py::arg("splits") = std::vector<int64_t>{}, py::arg("process_set") = 0);
+        py::arg("splits") = std::vector<int64_t>{}, py::arg("process_set") = 0,
+        py::arg("stream") = 0);
   m.def(
       "barrier",
       [](int process_set) {
@@ -422,16 +439,19 @@ PYBIND11_MODULE(_kolo, m) {
         Check(s);
       },
       py::arg("process_set") = 0);
-  m.def("join", [] {
-    kolo_status_t s;
-    int last = -1;
-    {
-      py::gil_scoped_release release;  // blocks until every rank has joined
-      s = kolo_join(&last);
-    }
-    Check(s);
-    return last;
-  });
+  m.def(
+      "join",
+      [](int device) {
+        kolo_status_t s;
+        int last = -1;
+        {
+          py::gil_scoped_release release;  // blocks until every rank has joined
+          s = kolo_join_on_device(device, &last);
+        }
+        Check(s);
+        return last;
+      },
+      py::arg("device") = -1);
   m.def(
       "start_timeline",
       [](const std::string& path, bool mark_cycles) {

@@ -45,7 +45,44 @@ PointerKind ClassifyPointer(const void* p) {
   return kind;
 }
 
+StatusOr<void*> AllocateDeviceMemory(int device, size_t bytes) {
+  std::string why;
+  if (CudaDeviceCount(&why) <= device || device < 0) {
+    return FailedPreconditionError("cuda:" + std::to_string(device) +
+                                   ": this process has no such CUDA device" +
+                                   (why.empty() ? "" : " (" + why + ")"));
+  }
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  cudaSetDevice(device);
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+  if (previous >= 0) cudaSetDevice(previous);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return ResourceExhaustedError("cudaMalloc of " + std::to_string(bytes) + " bytes on cuda:" +
+                                  std::to_string(device) + " failed: " + cudaGetErrorString(e));
+  }
+  return p;
+}
+
+void FreeDeviceMemory(int device, void* p) {
+  if (p == nullptr) return;
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  cudaSetDevice(device);
+  cudaFree(p);
+  if (previous >= 0) cudaSetDevice(previous);
+}
+
 #else
+
+StatusOr<void*> AllocateDeviceMemory(int device, size_t) {
+  return UnimplementedError("cuda:" + std::to_string(device) +
+                            ": kolo was built without CUDA");
+}
+
+void FreeDeviceMemory(int, void*) {}
 
 int CudaDeviceCount(std::string* reason) {
   if (reason) *reason = "kolo was built without CUDA";

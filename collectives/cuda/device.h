@@ -27,6 +27,13 @@ struct PointerKind {
 // device ordinal for device and managed memory (cudaPointerGetAttributes).
 PointerKind ClassifyPointer(const void* p);
 
+// `bytes` (at least 1) of memory on CUDA device `device` (cudaMalloc there); kResourceExhausted
+// naming the bytes and CUDA's reason when it fails, kFailedPrecondition without such a device.
+StatusOr<void*> AllocateDeviceMemory(int device, size_t bytes);
+// Frees memory from AllocateDeviceMemory (cudaFree, with `device` current: safe from any
+// thread). A no-op for nullptr. cudaFree waits for the device's work using the memory.
+void FreeDeviceMemory(int device, void* p);
+
 }  // namespace kolo
 
 #endif  // KOLO_COLLECTIVES_CUDA_DEVICE_H_

@@ -4,31 +4,13 @@
 
 #include "collectives/cuda/cuda_call.h"
 #include "collectives/nccl/nccl_comm.h"
+#include "collectives/nccl/nccl_collectives.h"
+#include "collectives/nccl/nccl_enqueue.h"
 #include "collectives/nccl/nccl_lib.h"
 
 namespace kolo {
 
 namespace {
-
-// Everything a call needs, with the device current for the scope.
-struct Enqueue {
-  const NcclApi* api = nullptr;
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  int previous = -1;
-  ~Enqueue() {
-    if (previous >= 0) cudaSetDevice(previous);
-  }
-};
-
-Status Begin(Communicator& host, int device, Enqueue* e) {
-  KOLO_ASSIGN_OR_RETURN(e->api, Nccl());
-  KOLO_ASSIGN_OR_RETURN(e->comm, NcclCommFor(host, device));
-  KOLO_ASSIGN_OR_RETURN(e->stream, KoloStream(device));
-  KOLO_CUDA_CALL(cudaGetDevice(&e->previous));
-  KOLO_CUDA_CALL(cudaSetDevice(device));
-  return Status::OK();
-}
 
 Status Types(DataType dtype, ReduceOp op, ncclDataType_t* t, ncclRedOp_t* o) {
   if (!NcclDataType(dtype, t)) {
@@ -45,8 +27,8 @@ Status NcclCommunicator::Allreduce(const void* send, void* recv, size_t count, D
   ncclDataType_t t;
   ncclRedOp_t o;
   KOLO_RETURN_IF_ERROR(Types(dtype, op, &t, &o));
-  Enqueue e;
-  KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
+  NcclEnqueue e;
+  KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
   KOLO_NCCL_CALL(e.api, AllReduce, send, recv, count, t, o, e.comm, e.stream);
   return WaitForNccl(host_, device_, e.stream, "ncclAllReduce");
 }
@@ -62,26 +44,33 @@ Status NcclCommunicator::ReduceScatter(const void* send, void* recv,
   ncclDataType_t t;
   ncclRedOp_t o;
   KOLO_RETURN_IF_ERROR(Types(dtype, op, &t, &o));
-  Enqueue e;
-  KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
+  NcclEnqueue e;
+  KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
   KOLO_NCCL_CALL(e.api, ReduceScatter, send, recv, counts.front(), t, o, e.comm, e.stream);
   return WaitForNccl(host_, device_, e.stream, "ncclReduceScatter");
 }
 
 Status NcclCommunicator::Allgatherv(const void* send, size_t send_bytes, void* recv,
                                     const std::vector<size_t>& recv_bytes) {
-  for (size_t b : recv_bytes) {
-    if (b != send_bytes) return UnimplementedError("ncclAllGather needs equal parts on every rank");
+  if (recv_bytes.size() == static_cast<size_t>(Size()) && recv_bytes[Rank()] != send_bytes) {
+    return InvalidArgumentError("allgatherv: this rank sends " + std::to_string(send_bytes) +
+                                " bytes, its part is " + std::to_string(recv_bytes[Rank()]));
   }
-  Enqueue e;
-  KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
-  KOLO_NCCL_CALL(e.api, AllGather, send, recv, send_bytes, ncclUint8, e.comm, e.stream);
-  return WaitForNccl(host_, device_, e.stream, "ncclAllGather");
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device_));
+  KOLO_RETURN_IF_ERROR(EnqueueNcclAllgatherv(host_, device_, send, recv, recv_bytes));
+  return WaitForNccl(host_, device_, stream, "ncclAllGather");
+}
+
+Status NcclCommunicator::Alltoallv(const void* send, const std::vector<size_t>& send_bytes,
+                                   void* recv, const std::vector<size_t>& recv_bytes) {
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device_));
+  KOLO_RETURN_IF_ERROR(EnqueueNcclAlltoallv(host_, device_, send, send_bytes, recv, recv_bytes));
+  return WaitForNccl(host_, device_, stream, "ncclSend/ncclRecv");
 }
 
 Status NcclCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
-  Enqueue e;
-  KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
+  NcclEnqueue e;
+  KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
   KOLO_NCCL_CALL(e.api, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
   return WaitForNccl(host_, device_, e.stream, "ncclBroadcast");
 }

@@ -3,8 +3,10 @@
 // for the peer watch while waiting), the NCCL communicator of (host, device) (nccl_comm.h).
 // Each collective is enqueued on kolo's stream and waited for (polled; aborts on errors), so
 // compositions written against Communicator, such as hierarchical_composition.h, run on the
-// device unchanged. NCCL's own limits: ReduceScatter and Allgatherv need equal parts on every
-// rank (kUnimplemented otherwise); no int16, uint16 or bool.
+// device unchanged. Allgatherv and Alltoallv take unequal parts (nccl_collectives.h:
+// grouped ncclBroadcast, grouped ncclSend/ncclRecv); ReduceScatter needs equal parts on every
+// rank (kUnimplemented otherwise: the runtime pads unequal ones itself, nccl_plan.h). NCCL has
+// no int16, uint16 or bool reductions (kUnimplemented).
 #ifndef KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
 #define KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
 
@@ -26,6 +28,8 @@ class NcclCommunicator : public Communicator {
                        DataType dtype, ReduceOp op) override;
   Status Allgatherv(const void* send, size_t send_bytes, void* recv,
                     const std::vector<size_t>& recv_bytes) override;
+  Status Alltoallv(const void* send, const std::vector<size_t>& send_bytes, void* recv,
+                   const std::vector<size_t>& recv_bytes) override;
   Status Broadcast(void* buffer, size_t bytes, int root) override;
   Status CheckLiveness() override { return host_.CheckLiveness(); }
 

@@ -10,7 +10,10 @@
 //   - NCCL on one rank: kolo's algorithm path (collectives/nccl/nccl_run.h) for every dtype/op
 //     NCCL has, and its time against a raw ncclAllReduce + stream sync from 1 MiB to 1 GiB
 //     (target <= 1.05x; the runtime's device path is not in this build yet, so this is the
-//     algorithm's overhead, not the whole runtime's).
+//     algorithm's overhead, not the whole runtime's);
+//   - NCCL all-gather, all-to-all (send/recv) and reduce-scatter on one rank through kolo's
+//     calls (collectives/nccl/nccl_collectives.h), every dtype (reduce-scatter: those NCCL
+//     reduces), into poisoned outputs.
 // Exit status: 0 when every correctness row passed (or there is no device: "skipped"), 1 else.
 #include <cuda_runtime.h>
 
@@ -31,6 +34,7 @@
 #include "tests/gpu/gpu_values.h"
 #include "kolo/config.h"
 #if KOLO_WITH_NCCL
+#include "collectives/nccl/nccl_collectives.h"
 #include "collectives/nccl/nccl_comm.h"
 #include "collectives/nccl/nccl_lib.h"
 #endif
@@ -249,6 +253,55 @@ void CheckNccl() {
 }
 #endif
 
+#if KOLO_WITH_NCCL
+// One rank's all-gather, all-to-all and reduce-scatter return its input: each call must go
+// through NCCL (communicator, kolo's stream, polled wait) and write every byte of the output.
+void CheckNcclExchange() {
+  if (!Nccl().ok()) return;  // CheckNccl said why
+  SoloCommunicator solo;
+  auto stream = KoloStream(0);
+  if (!stream.ok()) {
+    Row("NCCL all-gather / all-to-all / reduce-scatter", "FAIL", stream.status().message());
+    ++g_failures;
+    return;
+  }
+  int cases = 0, bad = 0;
+  for (DataType dtype : kDtypes) {
+    const size_t count = 4097, bytes = count * DataTypeSize(dtype);
+    std::vector<uint8_t> in = Pattern(dtype, count, 8), out(bytes);
+    void* d_in = nullptr;
+    void* d_out = nullptr;
+    cudaMalloc(&d_in, bytes);
+    cudaMalloc(&d_out, bytes);
+    cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice);
+    ncclDataType_t t;
+    const bool reduces = NcclDataType(dtype, &t);
+    for (int which = 0; which < (reduces ? 3 : 2); ++which) {
+      cudaMemset(d_out, 0xA5, bytes);
+      Status s = which == 0   ? EnqueueNcclAllgatherv(solo, 0, d_in, d_out, {bytes})
+                 : which == 1 ? EnqueueNcclAlltoallv(solo, 0, d_in, {bytes}, d_out, {bytes})
+                              : EnqueueNcclReduceScatter(solo, 0, d_in, d_out, count, dtype,
+                                                         ReduceOp::kSum);
+      if (s.ok()) s = WaitForNccl(solo, 0, *stream, "gpu check");
+      cudaMemcpy(out.data(), d_out, bytes, cudaMemcpyDeviceToHost);
+      ++cases;
+      if (!s.ok() || out != in) {
+        ++bad;
+        std::fprintf(stderr, "nccl %s: %s: %s\n",
+                     which == 0 ? "allgather" : which == 1 ? "alltoall" : "reduce-scatter",
+                     std::string(DataTypeName(dtype)).c_str(), s.ToString().c_str());
+      }
+    }
+    cudaFree(d_in);
+    cudaFree(d_out);
+  }
+  g_failures += bad;
+  Row("NCCL all-gather / all-to-all / reduce-scatter through kolo, 1 rank",
+      bad == 0 ? "PASS" : "FAIL",
+      std::to_string(cases - bad) + "/" + std::to_string(cases) + " op x dtype cases");
+}
+#endif
+
 int Main() {
   std::printf("| check | result | detail |\n| --- | --- | --- |\n");
   std::string why;
@@ -268,6 +321,7 @@ int Main() {
   CheckPackBandwidth();
 #if KOLO_WITH_NCCL
   CheckNccl();
+  CheckNcclExchange();
 #else
   Row("NCCL", "skipped", "built without NCCL");
 #endif

@@ -73,9 +73,18 @@ def test_join_other_ops_raise_on_the_submitters():
     assert lasts[0] != joiner
 
 
-def test_join_device_other_than_cpu_is_refused():
-    with pytest.raises(ValueError, match="CPU only so far"):
-        hvd.join(device=0)
+def test_join_device_must_be_a_cuda_ordinal_or_minus_one():
+    with pytest.raises(ValueError, match="CUDA device ordinal"):
+        hvd.join(device=-2)
+    with pytest.raises(ValueError, match="CUDA device ordinal"):
+        hvd.join(device="cuda")
+
+
+def test_join_with_a_device_is_still_a_join():
+    # Horovod's join(device): the device is only where this rank would make its zeros for the
+    # peers' CUDA all-reduces; with none pending it is never touched (so this runs without a GPU).
+    last = hvd.join(device=0)
+    assert hvd.allgather_object(last) == [last] * hvd.size()
 
 
 def _grads(weight, bias, x, y):

@@ -54,6 +54,12 @@ extern "C" {
 /* Largest number of dimensions of a tensor. */
 #define KOLO_MAX_DIMS 16
 
+/* Where a tensor lives, for the *_on_stream functions: KOLO_DEVICE_DETECT asks CUDA from the
+ * pointers (what every other function does; an empty tensor's NULL pointer reads as host
+ * memory), KOLO_DEVICE_HOST is host memory, n >= 0 is CUDA device n. */
+#define KOLO_DEVICE_DETECT (-2)
+#define KOLO_DEVICE_HOST (-1)
+
 /* Status codes (Abseil's code set, same numbers). */
 typedef enum {
   KOLO_SUCCESS = 0,
@@ -233,7 +239,9 @@ KOLO_API kolo_status_t kolo_barrier(void);
  * joined rank contributes the identity of the reduction (0 for Sum and Average; Average still
  * divides by kolo_size(); the dtype's largest value or +inf for Min, its lowest value or -inf
  * for Max, 1 for Product; bool: false for Sum and Max, true for Min and Product), and their
- * kolo_barrier calls complete with the joined ranks taking part. An allgather, broadcast,
+ * kolo_barrier calls complete with the joined ranks taking part. For an all-reduce of CUDA
+ * tensors the joined rank's identity is made on its own device: the device of its last CUDA
+ * submission to the process set, or, if it made none, the submitters' device ordinal. An allgather, broadcast,
  * reducescatter or alltoall that a joined rank has not submitted fails on
  * the ranks that submitted it with KOLO_ERR_INVALID_ARGUMENT ("... rank(s) r joined and cannot
  * take part in <op>"). Operations the calling rank submitted before joining complete normally.
@@ -246,6 +254,11 @@ KOLO_API kolo_status_t kolo_barrier(void);
  * rank's join already pending), KOLO_ERR_UNAVAILABLE / KOLO_ERR_INTERNAL as other operations;
  * the message is in kolo_last_error(). */
 KOLO_API kolo_status_t kolo_join(int* last_joined_rank);
+/* kolo_join with Horovod's join(device): `device` >= 0 is the CUDA device on which this rank
+ * makes its identity for the CUDA all-reduces of its peers while it is joined (instead of the
+ * rule above); KOLO_DEVICE_HOST keeps the rule. Errors as kolo_join, plus
+ * KOLO_ERR_INVALID_ARGUMENT for a device below KOLO_DEVICE_HOST. */
+KOLO_API kolo_status_t kolo_join_on_device(int device, int* last_joined_rank);
 
 /* ---- process sets (Horovod's) -------------------------------------------------------------- */
 
@@ -284,9 +297,10 @@ KOLO_API kolo_status_t kolo_allreduce_async_on(int process_set_id, const char* n
  * CUDA stream: kolo records an event on `cuda_stream` (a cudaStream_t; NULL: none) now and its
  * own stream waits for it before reading `input`, so the caller need not synchronize. input and
  * output must be in the same memory (both host, or both on one device; kolo asks CUDA, as every
- * submission does). For host tensors the stream is ignored. Only all-reduce has a device path;
- * the other operations return KOLO_ERR_UNIMPLEMENTED for CUDA tensors. Builds without CUDA
- * return KOLO_ERR_UNIMPLEMENTED for a non-NULL stream. */
+ * submission does). For host tensors the stream is ignored. Every operation has a device path
+ * through NCCL (README.md, "GPU path"); reductions of int16, uint16 or bool CUDA tensors, and
+ * Average of integer ones, fail at submission with KOLO_ERR_INVALID_ARGUMENT (NCCL cannot).
+ * Builds without CUDA return KOLO_ERR_UNIMPLEMENTED for a non-NULL stream. */
 KOLO_API kolo_status_t kolo_allreduce_async_on_stream(int process_set_id, const char* name,
                                                       const void* input, void* output,
                                                       kolo_dtype_t dtype, int ndim,
@@ -312,6 +326,31 @@ KOLO_API kolo_status_t kolo_alltoall_async_on(int process_set_id, const char* na
                                               const void* input, kolo_dtype_t dtype, int ndim,
                                               const int64_t* shape, const int64_t* splits,
                                               kolo_handle_t* handle);
+/* The operations whose output kolo allocates, for tensors that may be in CUDA device memory:
+ * as the functions without the suffix, plus `device` (KOLO_DEVICE_*: where `input` lives; pass
+ * the device, not KOLO_DEVICE_DETECT, when a rank's tensor may be empty) and `cuda_stream`
+ * (as kolo_allreduce_async_on_stream: kolo's stream waits for an event recorded on it now).
+ * For a CUDA input the output is allocated on the same device (kolo_handle_output_device says
+ * so) and written through NCCL: allgather by ncclAllGather or grouped ncclBroadcast, alltoall
+ * by grouped ncclSend/ncclRecv, reducescatter by ncclReduceScatter (unequal shares padded).
+ * The handle completes once the output is written (kolo waited for its stream), so it may be
+ * used on any stream. Extra errors: KOLO_ERR_INVALID_ARGUMENT for a device below
+ * KOLO_DEVICE_DETECT, a reducescatter of int16/uint16/bool or an integer Average of CUDA
+ * tensors; KOLO_ERR_UNIMPLEMENTED for a CUDA tensor in a build without CUDA and NCCL; a device
+ * this process lacks fails the handle (KOLO_ERR_FAILED_PRECONDITION, naming the device). */
+KOLO_API kolo_status_t kolo_allgather_async_on_stream(int process_set_id, const char* name,
+                                                      const void* input, kolo_dtype_t dtype,
+                                                      int ndim, const int64_t* shape, int device,
+                                                      void* cuda_stream, kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_reducescatter_async_on_stream(
+    int process_set_id, const char* name, const void* input, kolo_dtype_t dtype, int ndim,
+    const int64_t* shape, kolo_reduce_op_t op, double prescale_factor, double postscale_factor,
+    int device, void* cuda_stream, kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_alltoall_async_on_stream(int process_set_id, const char* name,
+                                                     const void* input, kolo_dtype_t dtype,
+                                                     int ndim, const int64_t* shape,
+                                                     const int64_t* splits, int device,
+                                                     void* cuda_stream, kolo_handle_t* handle);
 KOLO_API kolo_status_t kolo_barrier_on(int process_set_id);
 
 /* For bindings that check their framework's tensors before submitting: announces that this rank
@@ -352,6 +391,23 @@ KOLO_API kolo_status_t kolo_grouped_reducescatter_async_on(
     int process_set_id, int count, const char* const* names, const void* const* inputs,
     const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
     kolo_reduce_op_t op, double prescale_factor, double postscale_factor, kolo_handle_t* handles);
+/* The grouped operations for tensors that may be in CUDA memory: `devices` is NULL (kolo asks
+ * CUDA) or devices[i] is tensor i's KOLO_DEVICE_*; `cuda_stream` (NULL: none) is the stream
+ * whose queued work writes the inputs, as in kolo_allreduce_async_on_stream. */
+KOLO_API kolo_status_t kolo_grouped_allreduce_async_on_stream(
+    int process_set_id, int count, const char* const* names, const void* const* inputs,
+    void* const* outputs, const kolo_dtype_t* dtypes, const int* ndims,
+    const int64_t* const* shapes, kolo_reduce_op_t op, double prescale_factor,
+    double postscale_factor, const int* devices, void* cuda_stream, kolo_handle_t* handles);
+KOLO_API kolo_status_t kolo_grouped_allgather_async_on_stream(
+    int process_set_id, int count, const char* const* names, const void* const* inputs,
+    const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
+    const int* devices, void* cuda_stream, kolo_handle_t* handles);
+KOLO_API kolo_status_t kolo_grouped_reducescatter_async_on_stream(
+    int process_set_id, int count, const char* const* names, const void* const* inputs,
+    const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
+    kolo_reduce_op_t op, double prescale_factor, double postscale_factor, const int* devices,
+    void* cuda_stream, kolo_handle_t* handles);
 
 /* Counters of the negotiation since kolo_init, for benchmarks and for checking that the response
  * cache works (KOLO_CACHE_CAPACITY): a training loop that repeats the same tensor names should
@@ -416,6 +472,11 @@ KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
  * KOLO_ERR_FAILED_PRECONDITION when the handle is pending, failed, or not one of those. */
 KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int* ndim,
                                           int64_t* shape);
+
+/* Where the output of kolo_handle_output lives: *device = KOLO_DEVICE_HOST (-1) for host memory,
+ * n >= 0 for memory on CUDA device n (the input's device; freed by kolo_handle_free with
+ * cudaFree). Errors as kolo_handle_output, KOLO_ERR_INVALID_ARGUMENT for NULL arguments. */
+KOLO_API kolo_status_t kolo_handle_output_device(kolo_handle_t handle, int* device);
 
 /* The rows a completed kolo_alltoall_async received from each rank: splits[0..kolo_size())
  * (the caller's array of kolo_size() entries). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL

@@ -3,7 +3,8 @@
     import kolo.torch as hvd   # instead of: import horovod.torch as hvd
 
 What kolo supports today is exported here; the rest of horovod.torch (elastic training) is not
-defined yet, so using it fails with AttributeError. CPU tensors only, so far.
+defined yet, so using it fails with AttributeError. CPU tensors, and CUDA tensors where kolo was
+built with CUDA and NCCL (every collective; see mpi_ops).
 See bindings/python/README.md.
 """
 

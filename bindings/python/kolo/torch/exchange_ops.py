@@ -44,7 +44,10 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
                         prescale_factor=1.0, postscale_factor=1.0):
     """Starts reducing ``tensor`` (same shape [n, ...] on every rank) over all ranks and
     scattering the result along the first dimension: rank r receives its share of the rows
-    (the first n % size ranks one row more than the others). ``op``: Average or Sum.
+    (the first n % size ranks one row more than the others). ``op``: Average or Sum. A CUDA
+    tensor is reduced through NCCL (ncclReduceScatter; unequal shares are padded to the
+    largest) into a new CUDA tensor on its device; float16/bfloat16 are then summed by NCCL in
+    their own type, and int16/uint16/bool or an integer Average are refused (NCCL cannot).
 
     Returns:
         A handle for poll() and synchronize(); synchronize returns this rank's share.
@@ -53,11 +56,11 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     handle, full_name = _ops._new_handle("reducescatter", name, set_id)
     what = "reducescatter '%s'" % full_name
     _check_reduce_op(op, what)
-    _ops._check_tensor(tensor, what, set_id)
+    _ops._check_tensor(tensor, what, set_id, cuda_ok=True)
     inp = _ops._contiguous(tensor)
     h = _ops._submit(_k.reducescatter_async, full_name, _ops._capsule(inp),
                      _ops._DTYPES[inp.dtype], int(op), float(prescale_factor),
-                     float(postscale_factor), set_id)
+                     float(postscale_factor), set_id, _ops._ready_stream(inp))
     return _ops._register(handle, [h], (inp,), _gathered(h, inp.dtype))
 
 
@@ -97,12 +100,13 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     handle, names = _ops._grouped_names("reducescatter", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
         _check_reduce_op(op, "grouped_reducescatter '%s'" % n)
-        _ops._check_tensor(t, "grouped_reducescatter '%s'" % n, set_id, names)
+        _ops._check_tensor(t, "grouped_reducescatter '%s'" % n, set_id, names, cuda_ok=True)
     inputs = [_ops._contiguous(t) for t in tensors]
     handles = _ops._submit(_k.grouped_async, "reducescatter", names,
                            [_ops._capsule(i) for i in inputs], [],
                            [_ops._DTYPES[i.dtype] for i in inputs], int(op),
-                           float(prescale_factor), float(postscale_factor), set_id)
+                           float(prescale_factor), float(postscale_factor), set_id,
+                           _ops._group_ready_stream(inputs))
     steps = [_gathered(h, i.dtype) for h, i in zip(handles, inputs)]
     return _ops._register(handle, handles, inputs, lambda: tuple(s() for s in steps))
 
@@ -138,7 +142,9 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     """Starts an alltoall: rank r sends rows [sum(splits[:q]), sum(splits[:q+1])) of ``tensor``
     to rank q (``splits``: one count per rank, summing to the first dimension; None splits
     the first dimension equally) and receives, concatenated in rank order, the rows every rank
-    sent it. The other dimensions and the dtype must match across ranks.
+    sent it. The other dimensions, the dtype and the device type must match across ranks. A
+    CUDA tensor is exchanged through NCCL (grouped ncclSend/ncclRecv) into a new CUDA tensor on
+    its device (received_splits stays a CPU tensor).
 
     Returns:
         A handle; synchronize returns (output, received_splits), received_splits an int32
@@ -147,14 +153,14 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     set_id = _process_set_id(process_set, "alltoall")
     handle, full_name = _ops._new_handle("alltoall", name, set_id)
     what = "alltoall '%s'" % full_name
-    _ops._check_tensor(tensor, what, set_id)
+    _ops._check_tensor(tensor, what, set_id, cuda_ok=True)
     inp = _ops._contiguous(tensor)
     if set_id != 0 and not _as_set(process_set).included():
         split_list = []  # the runtime refuses a non-member: its message, not one about splits
     else:
         split_list = _split_list(splits, what, process_set)
     h = _ops._submit(_k.alltoall_async, full_name, _ops._capsule(inp), _ops._DTYPES[inp.dtype],
-                     split_list, set_id)
+                     split_list, set_id, _ops._ready_stream(inp))
     return _ops._register(handle, [h], (inp,), _gathered(h, inp.dtype, received_splits=True))
 
 
@@ -217,11 +223,21 @@ def join(device=-1):
     Product. Their barrier() calls include the joined ranks. An allgather, broadcast,
     reducescatter or alltoall that needs a joined rank raises HorovodInternalError on the ranks
     that submitted it ("... rank(s) r joined and cannot take part in ..."). ``device`` is
-    Horovod's device for its temporary tensors: only -1 (CPU) so far."""
-    if device != -1:
-        raise ValueError("kolo: join(device=%r): CPU only so far (device must be -1)" % (device,))
+    Horovod's device for its temporary tensors: for the peers' allreduces of CUDA tensors this
+    rank makes its zeros on CUDA device ``device`` (an ordinal or a torch.device); with -1
+    (the default) kolo uses the device of this rank's last CUDA operation, or, if it ran none,
+    the device the peers' tensors are on."""
+    if isinstance(device, torch.device):
+        if device.type == "cpu":
+            device = -1
+        elif device.type == "cuda":
+            device = device.index if device.index is not None else torch.cuda.current_device()
+        else:
+            raise ValueError("kolo: join(device=%r): a CUDA device or -1" % (device,))
+    if not isinstance(device, int) or device < -1:
+        raise ValueError("kolo: join(device=%r): a CUDA device ordinal, or -1" % (device,))
     try:
-        last = _k.join()
+        last = _k.join(device)
     except _k.KoloError as e:
         raise _ops._internal_error(e) from e
     _resync_handles()

@@ -14,11 +14,15 @@ of base name ``g`` is submitted as one operation per tensor, ``"allreduce.g.0"``
 ``process_set`` (every operation): the set of ranks that take part (see process_sets), by
 default ``global_process_set``; the operation runs on the set's own path.
 
-Tensors: dense, of the dtypes in ``_DTYPES``, on the CPU; allreduce (and so
-DistributedOptimizer) also takes CUDA tensors where kolo was built with CUDA: kolo waits for the
-tensor's device's current stream (an event, no host synchronization) and reduces it through
-NCCL. Any other dtype or device raises ``UnsupportedTensorError`` (both a TypeError and a
-ValueError) naming the operation.
+Tensors: dense, of the dtypes in ``_DTYPES``, on the CPU or, where kolo was built with CUDA, on
+a CUDA device: every operation (allreduce and so DistributedOptimizer, allgather, broadcast,
+alltoall, reducescatter, and the grouped ones) runs CUDA tensors through NCCL. kolo waits for
+the tensor's device's current stream (an event, no host synchronization; broadcast synchronizes
+that stream instead), and the outputs kolo allocates (allgather, alltoall, reducescatter) are
+CUDA tensors on the input's device, complete when synchronize() returns. NCCL cannot reduce
+int16, uint16 or bool, nor average integers: allreduce and reducescatter of such CUDA tensors
+raise HorovodInternalError at submission naming the tensor and dtype. Any other dtype or device
+raises ``UnsupportedTensorError`` (both a TypeError and a ValueError) naming the operation.
 Non-contiguous tensors are accepted: out-of-place operations read a contiguous copy; in-place
 ones work on a contiguous copy and copy the result back into the caller's tensor.
 """
@@ -206,7 +210,8 @@ def _check_tensor(tensor, what, set_id=None, names=None, cuda_ok=False):
     """Refuses tensors kolo cannot take. With ``set_id``, a refusal is announced to the other
     ranks (kolo_refuse_on), so their submissions of the same name (``names``: every member of a
     group) fail with this reason instead of waiting for this rank. ``cuda_ok``: the operation
-    has a device path (allreduce), so CUDA tensors pass where kolo was built with CUDA."""
+    has a device path (every collective has), so CUDA tensors pass where kolo was built with
+    CUDA."""
     try:
         _check_tensor_locally(tensor, what, cuda_ok)
     except (TypeError, UnsupportedTensorError) as e:
@@ -237,15 +242,15 @@ def _check_tensor_locally(tensor, what, cuda_ok=False):
         return
     if tensor.device.type != "cpu":
         raise UnsupportedTensorError(
-            "kolo %s: the tensor is on %s; kolo.torch supports CPU tensors%s so far"
+            "kolo %s: the tensor is on %s; kolo.torch supports CPU tensors%s"
             % (what, tensor.device,
-               " (and CUDA tensors for allreduce and broadcast)" if _k.built_with_cuda()
-               else " only"))
+               " and CUDA tensors" if _k.built_with_cuda()
+               else " only (kolo was built without CUDA)"))
 
 
 def _capsule(tensor):
-    """A DLPack capsule of a contiguous CPU tensor (bool exported as uint8: torch 1.13 has no
-    DLPack bool)."""
+    """A DLPack capsule of a contiguous CPU or CUDA tensor (bool exported as uint8: torch 1.13
+    has no DLPack bool)."""
     t = tensor.detach()
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
@@ -414,6 +419,15 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 # ---- grouped allreduce ----------------------------------------------------------------------
 
 
+def _group_ready_stream(inputs):
+    """The ready stream of a group (one for all its tensors: the current stream of the first
+    CUDA tensor's device; 0 when none is on CUDA)."""
+    for t in inputs:
+        if t.device.type == "cuda":
+            return _ready_stream(t)
+    return 0
+
+
 def _grouped_names(prefix, name, count, process_set_id=0):
     handle, base = _new_handle(prefix, name, process_set_id)
     return handle, ["%s.%d" % (base, i) for i in range(count)]
@@ -451,7 +465,7 @@ def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, posts
     tensors = _as_tensor_list(tensors, "grouped_allreduce")
     handle, names = _grouped_names("allreduce", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
-        _check_tensor(t, "grouped_allreduce '%s'" % n, set_id, names)
+        _check_tensor(t, "grouped_allreduce '%s'" % n, set_id, names, cuda_ok=True)
     if in_place:
         _check_disjoint(tensors, "grouped_allreduce_")
     inputs = [_contiguous(t) for t in tensors]
@@ -465,7 +479,7 @@ def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, posts
     # One submission for the group: negotiated and executed all-or-nothing by the runtime.
     handles = _submit(_k.grouped_async, "allreduce", names, cins, couts,
                       [_DTYPES[i.dtype] for i in inputs], int(op), float(prescale_factor),
-                      float(postscale_factor), set_id)
+                      float(postscale_factor), set_id, _group_ready_stream(inputs))
     if in_place:
         steps = [_finish_in_place(t, b) for t, b in zip(tensors, inputs)]
         finish = lambda: tuple(step() for step in steps)  # noqa: E731
@@ -581,16 +595,19 @@ def _allgather_result(h, dtype):
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating ``tensor`` from every rank along the first dimension (which may
-    differ per rank; the other dimensions and the dtype must match).
+    differ per rank; the other dimensions, the dtype and the device type must match). A CUDA
+    tensor is gathered through NCCL (ncclAllGather, or one ncclBroadcast per rank when the first
+    dimensions differ) into a new CUDA tensor on its device.
 
     Returns:
         A handle for poll() and synchronize().
     """
     set_id = _process_set_id(process_set, "allgather")
     handle, full_name = _new_handle("allgather", name, set_id)
-    _check_tensor(tensor, "allgather '%s'" % full_name, set_id)
+    _check_tensor(tensor, "allgather '%s'" % full_name, set_id, cuda_ok=True)
     inp = _contiguous(tensor)
-    h = _submit(_k.allgather_async, full_name, _capsule(inp), _DTYPES[inp.dtype], set_id)
+    h = _submit(_k.allgather_async, full_name, _capsule(inp), _DTYPES[inp.dtype], set_id,
+                _ready_stream(inp))
     return _register(handle, [h], (inp,), _allgather_result(h, inp.dtype))
 
 
@@ -635,10 +652,11 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     tensors = _as_tensor_list(tensors, "grouped_allgather")
     handle, names = _grouped_names("allgather", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
-        _check_tensor(t, "grouped_allgather '%s'" % n, set_id, names)
+        _check_tensor(t, "grouped_allgather '%s'" % n, set_id, names, cuda_ok=True)
     inputs = [_contiguous(t) for t in tensors]
     handles = _submit(_k.grouped_async, "allgather", names, [_capsule(i) for i in inputs], [],
-                      [_DTYPES[i.dtype] for i in inputs], 0, 1.0, 1.0, set_id)
+                      [_DTYPES[i.dtype] for i in inputs], 0, 1.0, 1.0, set_id,
+                      _group_ready_stream(inputs))
     steps = [_allgather_result(h, i.dtype) for h, i in zip(handles, inputs)]
     return _register(handle, handles, inputs, lambda: tuple(step() for step in steps))
 

@@ -1,0 +1,34 @@
+// Allgather of a CUDA tensor (device_ops.h).
+#include <numeric>
+#include <string>
+
+#include "kolo/config.h"
+#include "runtime/device_ops.h"
+
+#if KOLO_WITH_CUDA && KOLO_WITH_NCCL
+#include "collectives/nccl/nccl_collectives.h"
+#include "runtime/device_stream.h"
+#else
+#include "runtime/device_allreduce.h"
+#endif
+
+namespace kolo {
+
+StatusOr<OutputBuffer> DeviceAllgather(Communicator& comm, int device, const void* input,
+                                       const std::vector<size_t>& part_bytes, void* ready_event) {
+#if KOLO_WITH_CUDA && KOLO_WITH_NCCL
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
+  const size_t total = std::accumulate(part_bytes.begin(), part_bytes.end(), size_t{0});
+  KOLO_ASSIGN_OR_RETURN(OutputBuffer out, DeviceOutput(device, total));
+  KOLO_RETURN_IF_ERROR(EnqueueNcclAllgatherv(comm, device, input, out.data.get(), part_bytes));
+  KOLO_RETURN_IF_ERROR(WaitForNccl(comm, device, stream, "NCCL all-gather"));
+  return out;
+#else
+  (void)comm, (void)input, (void)part_bytes;
+  DestroyReadyEvent(ready_event);
+  return UnimplementedError("tensor on cuda:" + std::to_string(device) +
+                            ", but kolo was built without CUDA and NCCL");
+#endif
+}
+
+}  // namespace kolo

@@ -1,0 +1,36 @@
+// Alltoall of a CUDA tensor (device_ops.h).
+#include <numeric>
+#include <string>
+
+#include "kolo/config.h"
+#include "runtime/device_ops.h"
+
+#if KOLO_WITH_CUDA && KOLO_WITH_NCCL
+#include "collectives/nccl/nccl_collectives.h"
+#include "runtime/device_stream.h"
+#else
+#include "runtime/device_allreduce.h"
+#endif
+
+namespace kolo {
+
+StatusOr<OutputBuffer> DeviceAlltoall(Communicator& comm, int device, const void* input,
+                                      const std::vector<size_t>& send_bytes,
+                                      const std::vector<size_t>& recv_bytes, void* ready_event) {
+#if KOLO_WITH_CUDA && KOLO_WITH_NCCL
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
+  const size_t total = std::accumulate(recv_bytes.begin(), recv_bytes.end(), size_t{0});
+  KOLO_ASSIGN_OR_RETURN(OutputBuffer out, DeviceOutput(device, total));
+  KOLO_RETURN_IF_ERROR(
+      EnqueueNcclAlltoallv(comm, device, input, send_bytes, out.data.get(), recv_bytes));
+  KOLO_RETURN_IF_ERROR(WaitForNccl(comm, device, stream, "NCCL send/receive (all-to-all)"));
+  return out;
+#else
+  (void)comm, (void)input, (void)send_bytes, (void)recv_bytes;
+  DestroyReadyEvent(ready_event);
+  return UnimplementedError("tensor on cuda:" + std::to_string(device) +
+                            ", but kolo was built without CUDA and NCCL");
+#endif
+}
+
+}  // namespace kolo
