@@ -389,6 +389,8 @@ void Runtime::Shutdown() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // No more device work is enqueued; what is in flight completes its handles (or fails them).
+  finaliser_.Close(kDeviceDrainTimeout, "kolo shut down");
   timeline_.Stop();
 }
 
@@ -456,7 +458,7 @@ void Runtime::BackgroundLoop() {
     for (const Response& response : result->responses) {
       timeline_.ExecutionStarted(response);
       Execute(response);
-      timeline_.ExecutionFinished(response);
+      if (!CompletesOnDevice(response)) timeline_.ExecutionFinished(response);
     }
     if (!result->fatal_error.empty()) {
       KOLO_LOG_ERROR("runtime", "{}", result->fatal_error);
@@ -527,6 +529,10 @@ void Runtime::Execute(const Response& response) {
       Finish(entries[0], ExecuteAllgather(response, entries[0]));
       return;
     case ResponseType::kBroadcast:
+      if (response.device >= 0) {
+        ExecuteDeviceBroadcast(response, std::move(entries[0]));
+        return;
+      }
       Finish(entries[0], ExecuteBroadcast(response, entries[0]));
       return;
     case ResponseType::kReducescatter:
@@ -582,7 +588,7 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
     } else if (status.ok()) {
       status = device_allreduce_.Run(*data_, selector_, response.device, job, ready);
     }
-    FinishAllreduce(response, entries, status);
+    FinishAllreduceOnDevice(response, std::move(entries), std::move(status));
     return;
   }
   size_t count = 0;
@@ -663,13 +669,6 @@ Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
 Status Runtime::ExecuteBroadcast(const Response& response, TensorEntry& entry) {
   const size_t bytes =
       static_cast<size_t>(NumElements(entry.request.shape)) * DataTypeSize(response.dtype);
-  if (response.device >= 0) {
-    void* ready = entry.ready_event;
-    entry.ready_event = nullptr;
-    Status s = DeviceBroadcast(*data_, response.device, entry.input, entry.output, bytes,
-                               response.root, ready);
-    return s.ok() ? s : s.AddContext("broadcast '" + entry.request.name + "'");
-  }
   if (layout_.rank == response.root && entry.output != entry.input && bytes) {
     std::memcpy(entry.output, entry.input, bytes);
   }

@@ -3,8 +3,11 @@
 // background thread — and is the only object the C API points at.
 //
 // Threads: Enqueue* may be called from any thread. The background thread is the only one that
-// uses the communicators after Start(). Every handle is completed exactly once: by its
-// Response, or with an error when the runtime stops.
+// enqueues on the communicators after Start(). Every handle is completed exactly once: by its
+// Response, or with an error when the runtime stops. The handles of GPU work (CUDA tensors)
+// complete on the finaliser's thread (runtime/finaliser.h) once kolo's stream has done the work,
+// so the background thread never waits for the GPU; Finish is safe there (the timeline and the
+// tensor queue lock, handles are made to be completed from another thread).
 #ifndef KOLO_RUNTIME_RUNTIME_H_
 #define KOLO_RUNTIME_RUNTIME_H_
 
@@ -22,6 +25,7 @@
 #include "runtime/config.h"
 #include "runtime/controller.h"
 #include "runtime/device_allreduce.h"
+#include "runtime/finaliser.h"
 #include "runtime/handle.h"
 #include "runtime/tensor_queue.h"
 #include "runtime/timeline.h"
@@ -102,8 +106,13 @@ class Runtime {
   // than wait. Negotiated under the reserved name "__kolo_join.<n>". One thread per rank.
   StatusOr<int> Join();
   // Asks every rank to stop, waits for the background thread, fails what is still pending,
-  // closes the timeline.
+  // waits for the GPU work in flight (failing what is still running after
+  // kDeviceDrainTimeout), closes the timeline.
   void Shutdown();
+  // How long Shutdown waits for GPU work still in flight before it aborts it and fails its
+  // handles. All ranks ran the same work, so healthy work finishes well within it; only a peer
+  // stuck without dying keeps it running.
+  static constexpr std::chrono::seconds kDeviceDrainTimeout{30};
 
   // The timeline (runtime/timeline.h), written by rank 0 only: on the other ranks Start is a
   // no-op returning OK. Start opens (truncates) `path`, closing a running timeline first;
@@ -130,6 +139,16 @@ class Runtime {
   void ExecuteJoin(const Response& response);
   Status ExecuteAllgather(const Response& response, TensorEntry& entry);
   Status ExecuteBroadcast(const Response& response, TensorEntry& entry);
+  // runtime/runtime_device.cc: CUDA tensors. Their work is enqueued on kolo's stream, and the
+  // handles complete through the finaliser when the GPU is done (`enqueued`: the outcome of
+  // enqueueing; an error still waits for whatever part of the work was enqueued).
+  void FinishAllreduceOnDevice(const Response& response, std::vector<TensorEntry> entries,
+                               Status enqueued);
+  void ExecuteDeviceBroadcast(const Response& response, TensorEntry entry);
+  void CompleteOnDevice(int device, Status enqueued, Finaliser::Callback finish);
+  // True for the Responses whose completion the finaliser owns (their timeline spans end
+  // there, in TensorFinished).
+  static bool CompletesOnDevice(const Response& response);
   // runtime/operations.cc
   Status ExecuteReducescatter(const Response& response, TensorEntry& entry);
   Status ExecuteAlltoall(const Response& response, TensorEntry& entry);
@@ -170,6 +189,9 @@ class Runtime {
   std::atomic<int> last_joined_{-1};  // set before the join's handle completes
   mutable std::mutex stats_mu_;
   NegotiationStats stats_;  // guarded by stats_mu_: a copy of controller_.stats()
+  // Last, so it is destroyed first: its callbacks use the queue, the timeline and the handles,
+  // its probes the data communicator. Closed by Shutdown.
+  Finaliser finaliser_;
 };
 
 // The reserved name prefix of Runtime::Barrier; refused for every other operation.

@@ -56,8 +56,10 @@ class TensorQueue {
   // Replaces *out with the Requests added since the last call, in order, as pointers to the
   // queue's own copies. Each stays valid and unchanged until its entry is taken or released,
   // the next TakeNewRequests, or Close.
-  // Take, Release, TakeNewRequests and Close are for one thread (the background thread); Add,
-  // AddGroup and AddRefused may run on any thread meanwhile.
+  // Take, TakeNewRequests and Close are for one thread (the background thread); Add, AddGroup,
+  // AddRefused and Release may run on any thread meanwhile (Release: the finaliser's, which
+  // completes the handles of GPU work; every call holds mu_, and Release only touches the
+  // slot of an entry already taken, never one whose Request was handed out and not taken).
   void TakeNewRequests(std::vector<const Request*>* out);
   bool HasNewRequests();
   // Moves out the entry of `name` for execution (nullptr handle if absent); the name stays

@@ -1,6 +1,8 @@
 #include "collectives/nccl/nccl_communicator.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "collectives/cuda/cuda_call.h"
 #include "collectives/nccl/nccl_comm.h"
@@ -10,9 +12,11 @@ namespace kolo {
 
 namespace {
 
-// Everything a call needs, with the device current for the scope.
+// Everything a call needs, with the device current and the NCCL communicator leased for the
+// scope. The scope ends before the wait: WaitForNccl may abort, which waits for leases.
 struct Enqueue {
   const NcclApi* api = nullptr;
+  std::optional<NcclLease> lease;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   int previous = -1;
@@ -23,8 +27,10 @@ struct Enqueue {
 
 Status Begin(Communicator& host, int device, Enqueue* e) {
   KOLO_ASSIGN_OR_RETURN(e->api, Nccl());
-  KOLO_ASSIGN_OR_RETURN(e->comm, NcclCommFor(host, device));
   KOLO_ASSIGN_OR_RETURN(e->stream, KoloStream(device));
+  KOLO_ASSIGN_OR_RETURN(NcclLease lease, LeaseNcclComm(host, device));
+  e->comm = lease.get();
+  e->lease.emplace(std::move(lease));
   KOLO_CUDA_CALL(cudaGetDevice(&e->previous));
   KOLO_CUDA_CALL(cudaSetDevice(device));
   return Status::OK();
@@ -45,10 +51,14 @@ Status NcclCommunicator::Allreduce(const void* send, void* recv, size_t count, D
   ncclDataType_t t;
   ncclRedOp_t o;
   KOLO_RETURN_IF_ERROR(Types(dtype, op, &t, &o));
-  Enqueue e;
-  KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
-  KOLO_NCCL_CALL(e.api, AllReduce, send, recv, count, t, o, e.comm, e.stream);
-  return WaitForNccl(host_, device_, e.stream, "ncclAllReduce");
+  cudaStream_t stream = nullptr;
+  {
+    Enqueue e;
+    KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
+    KOLO_NCCL_CALL(e.api, AllReduce, send, recv, count, t, o, e.comm, e.stream);
+    stream = e.stream;
+  }
+  return WaitForNccl(host_, device_, stream, "ncclAllReduce");
 }
 
 Status NcclCommunicator::ReduceScatter(const void* send, void* recv,
@@ -62,10 +72,14 @@ Status NcclCommunicator::ReduceScatter(const void* send, void* recv,
   ncclDataType_t t;
   ncclRedOp_t o;
   KOLO_RETURN_IF_ERROR(Types(dtype, op, &t, &o));
-  Enqueue e;
-  KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
-  KOLO_NCCL_CALL(e.api, ReduceScatter, send, recv, counts.front(), t, o, e.comm, e.stream);
-  return WaitForNccl(host_, device_, e.stream, "ncclReduceScatter");
+  cudaStream_t stream = nullptr;
+  {
+    Enqueue e;
+    KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
+    KOLO_NCCL_CALL(e.api, ReduceScatter, send, recv, counts.front(), t, o, e.comm, e.stream);
+    stream = e.stream;
+  }
+  return WaitForNccl(host_, device_, stream, "ncclReduceScatter");
 }
 
 Status NcclCommunicator::Allgatherv(const void* send, size_t send_bytes, void* recv,
@@ -73,17 +87,25 @@ Status NcclCommunicator::Allgatherv(const void* send, size_t send_bytes, void* r
   for (size_t b : recv_bytes) {
     if (b != send_bytes) return UnimplementedError("ncclAllGather needs equal parts on every rank");
   }
-  Enqueue e;
-  KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
-  KOLO_NCCL_CALL(e.api, AllGather, send, recv, send_bytes, ncclUint8, e.comm, e.stream);
-  return WaitForNccl(host_, device_, e.stream, "ncclAllGather");
+  cudaStream_t stream = nullptr;
+  {
+    Enqueue e;
+    KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
+    KOLO_NCCL_CALL(e.api, AllGather, send, recv, send_bytes, ncclUint8, e.comm, e.stream);
+    stream = e.stream;
+  }
+  return WaitForNccl(host_, device_, stream, "ncclAllGather");
 }
 
 Status NcclCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
-  Enqueue e;
-  KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
-  KOLO_NCCL_CALL(e.api, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
-  return WaitForNccl(host_, device_, e.stream, "ncclBroadcast");
+  cudaStream_t stream = nullptr;
+  {
+    Enqueue e;
+    KOLO_RETURN_IF_ERROR(Begin(host_, device_, &e));
+    KOLO_NCCL_CALL(e.api, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
+    stream = e.stream;
+  }
+  return WaitForNccl(host_, device_, stream, "ncclBroadcast");
 }
 
 }  // namespace kolo
