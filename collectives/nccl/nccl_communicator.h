@@ -3,7 +3,10 @@
 // for the peer watch while waiting), the NCCL communicator of (host, device) (nccl_comm.h).
 // Each collective is enqueued on kolo's stream and waited for (polled; aborts on errors), so
 // compositions written against Communicator, such as hierarchical_composition.h, run on the
-// device unchanged. NCCL's own limits: ReduceScatter and Allgatherv need equal parts on every
+// device unchanged. The wait is on the calling thread (the runtime's background thread for
+// nccl_hierarchical) on purpose: a composition needs each step's result before the next step,
+// so only whole operations that are one stream-ordered enqueue (StreamOrderedAllreduce,
+// broadcast) leave their wait to the runtime's finaliser. NCCL's own limits: ReduceScatter and Allgatherv need equal parts on every
 // rank (kUnimplemented otherwise); no int16, uint16 or bool.
 #ifndef KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
 #define KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
