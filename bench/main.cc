@@ -2,6 +2,7 @@
 //
 //   mpirun -np N kolo-bench [-b 8] [-e 64M] [-f 4] [-n 20] [-w 5] [-c 1] [-o sum] [-d float]
 //   mpirun -np N kolo-bench --model resnet50|bert-base|tiny-1000
+//   mpirun -np N kolo-bench --device cuda [-b 1M -e 1G] | --device cuda --model resnet50
 //   mpirun -np N kolo-bench --negotiation [--tensors 1,100,1000] [-n 200] [-w 20]
 //   mpirun -np N kolo-bench -a ring,rd,...|all [--check] [-b 8] [-e 64M] [--output rows.csv]
 //   mpirun -np N kolo-bench --calibrate [--output kolo_tuning.json]
@@ -21,9 +22,11 @@
 
 #include "bench/algorithms.h"
 #include "bench/calibrate.h"
+#include "bench/device_replay.h"
 #include "bench/device_sweep.h"
 #include "bench/dtypes.h"
 #include "bench/harness.h"
+#include "bench/mode.h"
 #include "bench/models.h"
 #include "bench/negotiation.h"
 #include "bench/replay.h"
@@ -199,7 +202,8 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   app.add_option("-d,--datatype", f.dtype, DtypeNameList() + "|all")->capture_default_str();
   app.add_option("--paths", f.paths,
                  "comma list; sweep: mpi,kolo (default both); --model: "
-                 "kolo,mpi-per-tensor,mpi-fused (default all)");
+                 "kolo,mpi-per-tensor,mpi-fused, with --device cuda kolo,nccl-per-tensor,"
+                 "nccl-fused (default all)");
   std::string model_help = "replay a model's gradients:";
   for (const std::string& m : ModelNames()) model_help += " " + m;
   app.add_option("--model", f.model, model_help);
@@ -214,8 +218,9 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
                  "compare all-reduce algorithms with MPI_Allreduce, float32 sum (" +
                      algorithm_names + "all; bench/algorithms.h)");
   app.add_option("--device", f.device,
-                 "where the sweep's buffers live: host (default) or cuda (one GPU per rank; "
-                 "paths nccl and kolo; bench/device_sweep.h). -d stays nccl-tests' datatype")
+                 "where the buffers live: host (default) or cuda (one GPU per rank; sweep: "
+                 "paths nccl and kolo, bench/device_sweep.h; --model: bench/device_replay.h). "
+                 "-d stays nccl-tests' datatype")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();
   app.add_flag("--calibrate", f.calibrate,
@@ -254,27 +259,21 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   }
   if (dtypes.empty() || ops.empty()) return usage_error("-d and -o need at least one value");
 
-  ModelLayout model;
-  const bool replay = !f.model.empty();
-  if (replay && !ModelByName(f.model, &model)) {
-    std::string names;
-    for (const std::string& m : ModelNames()) names += " " + m;
-    return usage_error("unknown --model '" + f.model + "'; one of" + names);
+  ModeFlags mode_flags;
+  mode_flags.device = f.device;
+  mode_flags.model = f.model;
+  mode_flags.negotiation = f.negotiation;
+  mode_flags.paths = f.paths;
+  Mode mode;
+  if (const std::string bad = ChooseMode(mode_flags, &mode); !bad.empty()) {
+    return usage_error(bad);
   }
+  const bool replay = mode.replay;
+  const ModelLayout& model = mode.model;
+  const std::vector<std::string>& paths = mode.paths;
   if (replay && (dtypes.size() != 1 || ops.size() != 1)) {
     return usage_error("--model takes one -d and one -o");
   }
-  const std::vector<std::string> known_paths =
-      replay ? std::vector<std::string>{"kolo", "mpi-per-tensor", "mpi-fused"}
-             : std::vector<std::string>{"mpi", "kolo"};
-  std::vector<std::string> paths = f.paths.empty() ? known_paths : SplitCommas(f.paths);
-  for (const std::string& p : paths) {
-    if (std::find(known_paths.begin(), known_paths.end(), p) == known_paths.end() ||
-        std::count(paths.begin(), paths.end(), p) != 1) {
-      return usage_error("bad --paths entry '" + p + "' (unknown or repeated)");
-    }
-  }
-  if (paths.empty()) return usage_error("--paths is empty");
 
   SweepOptions sweep;
   if (!ParseBytes(f.min_bytes, &sweep.min_bytes))
@@ -350,12 +349,9 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   }
   // Without a kolo path kolo is not started: its background thread negotiates every cycle even
   // when idle, and `--paths mpi` is the clean MPI baseline.
-  const bool on_device = f.device == "cuda";
-  if (on_device && (replay || f.negotiation)) {
-    return usage_error("--device cuda runs the sweep only (not --model or --negotiation yet)");
-  }
-  const bool use_kolo =
-      on_device || std::find(paths.begin(), paths.end(), "kolo") != paths.end();
+  const bool on_device = mode.on_device;
+  const bool use_kolo = (on_device && !replay) ||
+                        std::find(paths.begin(), paths.end(), "kolo") != paths.end();
   if (use_kolo) CheckKolo(world, kolo_init(), "kolo_init", nullptr, nullptr);
   if (use_kolo && (kolo_size() != world.size || kolo_rank() != world.rank)) {
     Fail(world, "kolo sees rank " + std::to_string(kolo_rank()) + " of " +
@@ -366,17 +362,19 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   const RunInfo info = GatherRunInfo(world, argc, argv, thread_level);
   Report report(world.rank == 0, world.size, stdout);
   report.Header(info);
-  if (std::getenv("MALLOC_MMAP_MAX_") == nullptr) {
+  if (!on_device && std::getenv("MALLOC_MMAP_MAX_") == nullptr) {
     report.Note(
         "malloc untuned: Open MPI's MPI_Allreduce allocates a message-sized temporary per "
         "call and slows from 32 MiB here (MACHINE-NOTES.md 2); for the tuned baseline "
         "rerun with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 "
         "MALLOC_ARENA_MAX=1");
   }
-  report.Note(
-      "mpi: half/bfloat16 through a user MPI_Op (reduced in float); avg = MPI_SUM then a "
-      "division pass, timed. Paths interleaved; times are the max over ranks.");
-  if (use_kolo && paths.size() > 1) {
+  if (!on_device) {
+    report.Note(
+        "mpi: half/bfloat16 through a user MPI_Op (reduced in float); avg = MPI_SUM then a "
+        "division pass, timed. Paths interleaved; times are the max over ranks.");
+  }
+  if (!on_device && use_kolo && paths.size() > 1) {
     report.Note(
         "mpi paths run while kolo's background thread is alive (as in a job that uses "
         "both); --paths without kolo measures MPI with kolo not started");
@@ -391,7 +389,11 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
       options.dtype = dtypes[0];
       options.op = ops[0];
       options.paths = paths;
-      RunReplay(world, mpi, model, options, &report);
+      if (on_device) {
+        RunDeviceReplay(world, model, options, &report);
+      } else {
+        RunReplay(world, mpi, model, options, &report);
+      }
     } else {
       sweep.step_factor = f.step_factor;
       sweep.iters = f.iters;

@@ -220,7 +220,7 @@ std::string Group(const Request& r) {
                            : "group '" + r.group + "' of " + std::to_string(r.group_size);
 }
 
-std::string Device(int d) { return d < 0 ? std::string("cpu") : "cuda:" + std::to_string(d); }
+std::string MemoryKindName(int device) { return device < 0 ? "cpu" : "cuda"; }
 
 std::string TrailingDims(const std::vector<int64_t>& shape) {
   std::string s = std::to_string(shape.size()) + "d[*";
@@ -259,9 +259,12 @@ const Field kFields[] = {
     {"dtype", Always, [](const Request& a, const Request& b) { return a.dtype == b.dtype; },
      [](const Request& r) { return std::string(DataTypeName(r.dtype)); },
      [](const Request& r) { return std::string(DataTypeName(r.dtype)); }},
-    {"device", Always, [](const Request& a, const Request& b) { return a.device == b.device; },
-     [](const Request& r) { return Device(r.device); },
-     [](const Request& r) { return Device(r.device); }},
+    // Host or GPU memory, not which GPU: each rank drives its own (cuda:local_rank on a
+    // multi-GPU node), so ranks agree on the kind and each runs on its tensor's device.
+    {"device", Always,
+     [](const Request& a, const Request& b) { return (a.device >= 0) == (b.device >= 0); },
+     [](const Request& r) { return MemoryKindName(r.device); },
+     [](const Request& r) { return MemoryKindName(r.device); }},
     {"shape", WholeShape, [](const Request& a, const Request& b) { return a.shape == b.shape; },
      [](const Request& r) { return ShapeString(r.shape); },
      [](const Request& r) { return ShapeString(r.shape); }},

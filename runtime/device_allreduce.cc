@@ -11,7 +11,7 @@
 #endif
 #if KOLO_WITH_NCCL
 #include "collectives/nccl/nccl_comm.h"
-#include "collectives/nccl/nccl_communicator.h"
+#include "collectives/nccl/nccl_lib.h"
 #endif
 
 namespace kolo {
@@ -63,8 +63,10 @@ Status DeviceBroadcast(Communicator& comm, int device, const void* input, void* 
   if (comm.Rank() == root && output != input) {
     KOLO_CUDA_CALL(cudaMemcpyAsync(output, input, bytes, cudaMemcpyDeviceToDevice, stream));
   }
-  NcclCommunicator nccl(comm, device);
-  return nccl.Broadcast(output, bytes, root);
+  KOLO_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
+  KOLO_ASSIGN_OR_RETURN(NcclLease nc, LeaseNcclComm(comm, device));
+  KOLO_NCCL_CALL(api, Broadcast, output, output, bytes, ncclUint8, root, nc.get(), stream);
+  return Status::OK();
 }
 
 DeviceAllreduce::~DeviceAllreduce() {
@@ -128,9 +130,20 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
     }
     data = t.output;
   } else {
+    // One fusion buffer per device, reused by every Response without the host waiting between
+    // them: this Response's pack is enqueued on kolo's stream behind the previous Response's
+    // unpack, so the GPU starts writing the buffer only once the previous unpack has read it.
+    // Everything that touches the buffer runs on that one stream (the finaliser only watches
+    // an event), so stream order is the whole of the protection.
     auto& [buf, size] = buffers_[device];
     if (size < total * es) {
-      if (buf != nullptr) cudaFree(buf);
+      if (buf != nullptr) {
+        // Growing (rare: the buffer only grows, to the largest fused Response) frees a buffer
+        // that earlier Responses' work may still use: wait for it first. The finaliser keeps
+        // watching that work meanwhile and aborts it on a failure, so this wait ends.
+        KOLO_CUDA_CALL(cudaStreamSynchronize(stream));
+        cudaFree(buf);
+      }
       buf = nullptr;
       size = 0;
       KOLO_CUDA_CALL(cudaMalloc(&buf, total * es));
@@ -147,7 +160,11 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
     }
     KOLO_RETURN_IF_ERROR(BatchedScaleCopy(pack, job.dtype, job.prescale, stream));
   }
-  KOLO_RETURN_IF_ERROR(algo->Run(comm, AllreduceArgs{data, data, total, job.dtype, op})
+  const AllreduceArgs args{data, data, total, job.dtype, op};
+  // A stream-ordered algorithm (one ncclAllReduce) is only enqueued; the others (hierarchical)
+  // wait inside, on this thread.
+  auto* ordered = dynamic_cast<StreamOrderedAllreduce*>(algo);
+  KOLO_RETURN_IF_ERROR((ordered ? ordered->Enqueue(comm, args) : algo->Run(comm, args))
                            .AddContext(std::string(algo->Name())));
   if (direct) {
     if (postscale != 1.0) {
@@ -157,7 +174,7 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
   } else {
     KOLO_RETURN_IF_ERROR(BatchedScaleCopy(unpack, job.dtype, postscale, stream));
   }
-  return WaitForNccl(comm, device, stream, "unpack of the all-reduced tensors");
+  return Status::OK();
 }
 
 #else

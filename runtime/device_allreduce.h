@@ -7,8 +7,13 @@
 //      skips the buffer and is reduced in place in its output;
 //   3. the algorithm the selector picks for device memory (NCCL flat or hierarchical,
 //      collectives/nccl/) on the buffer, in place;
-//   4. unpack with the postscale fused (Average: Sum, then 1/size for floating dtypes);
-//   5. wait for the stream by polling (with the peer watch), then complete the handles.
+//   4. unpack with the postscale fused (Average: Sum, then 1/size for floating dtypes).
+// Run only enqueues: it returns once the work is on kolo's stream, and the caller hands the
+// stream's completion to the finaliser (runtime/device_finaliser.h), which completes the
+// handles when the GPU is done, so the background thread never waits for the GPU. The
+// exception is an algorithm that needs the host between its steps (nccl_hierarchical, through
+// NcclCommunicator): it waits inside, on the background thread, as before; only its unpack is
+// left to the finaliser.
 // float16 and bfloat16 are reduced by NCCL in their own type. Integer Average on the device is
 // not supported (kUnimplemented). Without CUDA in the build, or without a device, every call
 // fails with a message saying which. The other operations' device path is in device_ops.h; a
@@ -33,8 +38,9 @@ StatusOr<void*> RecordReadyEvent(int device, void* stream);
 // Frees an event made by RecordReadyEvent that was not consumed (a refused submission).
 void DestroyReadyEvent(void* event);
 
-// Broadcast of a tensor in CUDA memory from `root` (ncclBroadcast through NcclCommunicator),
-// after its ready event; the root's input is first copied to its output when they differ.
+// Broadcast of a tensor in CUDA memory from `root` (ncclBroadcast on kolo's stream), after its
+// ready event; the root's input is first copied to its output when they differ. Enqueues only:
+// completion is the stream's (the caller hands it to the finaliser, watching `comm`).
 Status DeviceBroadcast(Communicator& comm, int device, const void* input, void* output,
                        size_t bytes, int root, void* ready_event);
 
@@ -46,7 +52,9 @@ class DeviceAllreduce {
   DeviceAllreduce& operator=(const DeviceAllreduce&) = delete;
 
   // `ready_events` (may hold nullptrs) are waited for and destroyed; `ranks` is the
-  // communicator's size (Average's divisor).
+  // communicator's size (Average's divisor). Enqueues only (see above); an error means the
+  // work may be partly enqueued, and its completion must still be waited for before the
+  // outputs are reused (the caller queues the error behind it in the finaliser).
   Status Run(Communicator& comm, const AllreduceSelector& selector, int device,
              const AllreduceJob& job, const std::vector<void*>& ready_events);
 

@@ -131,7 +131,7 @@ Status Runtime::ExecuteReducescatter(const Response& response, TensorEntry& entr
   if (response.device >= 0) {
     void* ready = entry.ready_event;
     entry.ready_event = nullptr;
-    auto reduced = DeviceReducescatter(*data_, response.device, entry.input, counts, dtype,
+    auto reduced = DeviceReducescatter(*data_, entry.request.device, entry.input, counts, dtype,
                                        response.reduce_op, response.prescale, response.postscale,
                                        ready);
     if (!reduced.ok()) return Status(reduced.status()).AddContext(what);
@@ -211,7 +211,7 @@ Status Runtime::ExecuteAlltoall(const Response& response, TensorEntry& entry) {
   if (response.device >= 0) {
     void* ready = entry.ready_event;
     entry.ready_event = nullptr;
-    auto exchanged = DeviceAlltoall(*data_, response.device, entry.input, send_bytes, recv_bytes,
+    auto exchanged = DeviceAlltoall(*data_, entry.request.device, entry.input, send_bytes, recv_bytes,
                                     ready);
     if (!exchanged.ok()) return Status(exchanged.status()).AddContext(what);
     out = std::move(*exchanged);

@@ -395,6 +395,8 @@ void Runtime::Shutdown() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // No more device work is enqueued; what is in flight completes its handles (or fails them).
+  finaliser_.Close(kDeviceDrainTimeout, "kolo shut down");
   timeline_.Stop();
 }
 
@@ -463,7 +465,7 @@ void Runtime::BackgroundLoop() {
     for (const Response& response : result->responses) {
       timeline_.ExecutionStarted(response);
       Execute(response);
-      timeline_.ExecutionFinished(response);
+      if (!CompletesOnDevice(response)) timeline_.ExecutionFinished(response);
     }
     if (!result->fatal_error.empty()) {
       KOLO_LOG_ERROR("runtime", "{}", result->fatal_error);
@@ -537,6 +539,10 @@ void Runtime::Execute(const Response& response) {
       Finish(entries[0], ExecuteAllgather(response, entries[0]));
       return;
     case ResponseType::kBroadcast:
+      if (response.device >= 0) {
+        ExecuteDeviceBroadcast(response, std::move(entries[0]));
+        return;
+      }
       Finish(entries[0], ExecuteBroadcast(response, entries[0]));
       return;
     case ResponseType::kReducescatter:
@@ -586,7 +592,19 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
       ready.push_back(e.ready_event);
       e.ready_event = nullptr;
     }
-    int device = response.device;
+    int device = -1;
+    for (const TensorEntry& e : entries) {
+      if (!e.handle) continue;
+      if (device >= 0 && e.request.device != device && status.ok()) {
+        // The ranks agreed on GPU memory, not on a device: one process drives one GPU.
+        status = InvalidArgumentError("the tensors of one fused all-reduce are on cuda:" +
+                                      std::to_string(device) + " and cuda:" +
+                                      std::to_string(e.request.device) + " on rank " +
+                                      std::to_string(layout_.rank) +
+                                      "; kolo drives one GPU per process");
+      }
+      if (device < 0) device = e.request.device;
+    }
     if (absent) {
       // A joined rank's identity goes on its own device; the events are waited for there
       // (and consumed), before the prescaled copies read the inputs.
@@ -594,7 +612,7 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
       status = DeviceJoinedAllreduceJob(response, entries, device, &ready, &job, &scratch);
     }
     if (status.ok()) status = device_allreduce_.Run(*data_, selector_, device, job, ready);
-    FinishAllreduce(response, entries, status);
+    FinishAllreduceOnDevice(response, device, std::move(entries), std::move(status));
     return;
   }
   size_t count = 0;
@@ -662,7 +680,8 @@ Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
   if (response.device >= 0) {
     void* ready = entry.ready_event;
     entry.ready_event = nullptr;
-    auto gathered = DeviceAllgather(*data_, response.device, entry.input, recv_bytes, ready);
+    auto gathered =
+        DeviceAllgather(*data_, entry.request.device, entry.input, recv_bytes, ready);
     if (!gathered.ok()) {
       return Status(gathered.status()).AddContext("allgather '" + entry.request.name + "'");
     }
@@ -686,13 +705,6 @@ Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
 Status Runtime::ExecuteBroadcast(const Response& response, TensorEntry& entry) {
   const size_t bytes =
       static_cast<size_t>(NumElements(entry.request.shape)) * DataTypeSize(response.dtype);
-  if (response.device >= 0) {
-    void* ready = entry.ready_event;
-    entry.ready_event = nullptr;
-    Status s = DeviceBroadcast(*data_, response.device, entry.input, entry.output, bytes,
-                               response.root, ready);
-    return s.ok() ? s : s.AddContext("broadcast '" + entry.request.name + "'");
-  }
   if (layout_.rank == response.root && entry.output != entry.input && bytes) {
     std::memcpy(entry.output, entry.input, bytes);
   }

@@ -3,8 +3,11 @@
 // background thread — and is the only object the C API points at.
 //
 // Threads: Enqueue* may be called from any thread. The background thread is the only one that
-// uses the communicators after Start(). Every handle is completed exactly once: by its
-// Response, or with an error when the runtime stops.
+// enqueues on the communicators after Start(). Every handle is completed exactly once: by its
+// Response, or with an error when the runtime stops. The handles of GPU work (CUDA tensors)
+// complete on the finaliser's thread (runtime/finaliser.h) once kolo's stream has done the work,
+// so the background thread never waits for the GPU; Finish is safe there (the timeline and the
+// tensor queue lock, handles are made to be completed from another thread).
 #ifndef KOLO_RUNTIME_RUNTIME_H_
 #define KOLO_RUNTIME_RUNTIME_H_
 
@@ -22,6 +25,7 @@
 #include "runtime/config.h"
 #include "runtime/controller.h"
 #include "runtime/device_allreduce.h"
+#include "runtime/finaliser.h"
 #include "runtime/handle.h"
 #include "runtime/tensor_queue.h"
 #include "runtime/timeline.h"
@@ -104,8 +108,13 @@ class Runtime {
   // all-reduces while it is joined; -1 lets JoinedDevice choose.
   StatusOr<int> Join(int device = -1);
   // Asks every rank to stop, waits for the background thread, fails what is still pending,
-  // closes the timeline.
+  // waits for the GPU work in flight (failing what is still running after
+  // kDeviceDrainTimeout), closes the timeline.
   void Shutdown();
+  // How long Shutdown waits for GPU work still in flight before it aborts it and fails its
+  // handles. All ranks ran the same work, so healthy work finishes well within it; only a peer
+  // stuck without dying keeps it running.
+  static constexpr std::chrono::seconds kDeviceDrainTimeout{30};
 
   // The timeline (runtime/timeline.h), written by rank 0 only: on the other ranks Start is a
   // no-op returning OK. Start opens (truncates) `path`, closing a running timeline first;
@@ -142,6 +151,17 @@ class Runtime {
   }
   Status ExecuteAllgather(const Response& response, TensorEntry& entry);
   Status ExecuteBroadcast(const Response& response, TensorEntry& entry);
+  // runtime/runtime_device.cc: CUDA tensors. Their work is enqueued on kolo's stream, and the
+  // handles complete through the finaliser when the GPU is done (`enqueued`: the outcome of
+  // enqueueing; an error still waits for whatever part of the work was enqueued).
+  // `device`: where this rank's work ran (its own device when it joined).
+  void FinishAllreduceOnDevice(const Response& response, int device,
+                               std::vector<TensorEntry> entries, Status enqueued);
+  void ExecuteDeviceBroadcast(const Response& response, TensorEntry entry);
+  void CompleteOnDevice(int device, Status enqueued, Finaliser::Callback finish);
+  // True for the Responses whose completion the finaliser owns (their timeline spans end
+  // there, in TensorFinished).
+  static bool CompletesOnDevice(const Response& response);
   // runtime/operations.cc
   Status ExecuteReducescatter(const Response& response, TensorEntry& entry);
   Status ExecuteAlltoall(const Response& response, TensorEntry& entry);
@@ -185,6 +205,9 @@ class Runtime {
   std::atomic<int> join_device_{-1};  // the device given to the pending (or last) Join
   mutable std::mutex stats_mu_;
   NegotiationStats stats_;  // guarded by stats_mu_: a copy of controller_.stats()
+  // Last, so it is destroyed first: its callbacks use the queue, the timeline and the handles,
+  // its probes the data communicator. Closed by Shutdown.
+  Finaliser finaliser_;
 };
 
 // The reserved name prefix of Runtime::Barrier; refused for every other operation.

@@ -57,8 +57,10 @@ class TensorQueue {
   // Replaces *out with the Requests added since the last call, in order, as pointers to the
   // queue's own copies. Each stays valid and unchanged until its entry is taken or released,
   // the next TakeNewRequests, or Close.
-  // Take, Release, TakeNewRequests and Close are for one thread (the background thread); Add,
-  // AddGroup and AddRefused may run on any thread meanwhile.
+  // Take, TakeNewRequests and Close are for one thread (the background thread); Add, AddGroup,
+  // AddRefused and Release may run on any thread meanwhile (Release: the finaliser's, which
+  // completes the handles of GPU work; every call holds mu_, and Release only touches the
+  // slot of an entry already taken, never one whose Request was handed out and not taken).
   // `keys`, when given, gets RequestKey::Of each of them, in the same order (made on the
   // submitting thread).
   void TakeNewRequests(std::vector<const Request*>* out, std::vector<RequestKey>* keys = nullptr);

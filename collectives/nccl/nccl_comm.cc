@@ -1,6 +1,8 @@
 #include "collectives/nccl/nccl_comm.h"
 
 #include <chrono>
+#include <cstdint>
+#include <string>
 #include <initializer_list>
 #include <vector>
 #include <cstring>
@@ -16,24 +18,41 @@ namespace kolo {
 
 namespace {
 
-std::mutex g_mu;
+// A communicator and the number it was made under: generations count up from 1 and are never
+// reused, so an NcclWatch can tell its communicator from a fresh one made after an abort. An
+// aborted communicator stays as a tombstone (nc == nullptr, its generation kept) until the next
+// NcclCommFor makes a fresh one: a watch taken just after an enqueue that an abort beat then
+// still sees that its communicator is gone.
+struct Entry {
+  ncclComm_t nc = nullptr;
+  uint64_t generation = 0;
+};
+
+std::mutex g_mu;  // the tables below
+uint64_t g_last_generation = 0;  // guarded by g_mu
+// Held by an NcclLease (an enqueue in progress) and by Abort, so an abort from another thread
+// waits for the enqueue instead of freeing the communicator under it. Taken before g_mu.
+std::mutex g_enqueue_mu;
 std::map<int, cudaStream_t>& Streams() {
   static auto* s = new std::map<int, cudaStream_t>();
   return *s;
 }
-std::map<std::pair<const Communicator*, int>, ncclComm_t>& Comms() {
-  static auto* c = new std::map<std::pair<const Communicator*, int>, ncclComm_t>();
+std::map<std::pair<const Communicator*, int>, Entry>& Comms() {
+  static auto* c = new std::map<std::pair<const Communicator*, int>, Entry>();
   return *c;
 }
 
-void Abort(const Communicator& comm, int device) {
+// Aborts and forgets (comm, device)'s communicator: any, or only that of `generation` (> 0).
+void Abort(const Communicator& comm, int device, uint64_t generation = 0) {
+  std::lock_guard<std::mutex> no_enqueue(g_enqueue_mu);
   ncclComm_t nc = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = Comms().find({&comm, device});
-    if (it == Comms().end()) return;
-    nc = it->second;
-    Comms().erase(it);
+    if (it == Comms().end() || it->second.nc == nullptr) return;
+    if (generation != 0 && it->second.generation != generation) return;
+    nc = it->second.nc;
+    it->second.nc = nullptr;
   }
   if (auto api = Nccl(); api.ok()) (*api)->CommAbort(nc);
 }
@@ -59,7 +78,7 @@ StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = Comms().find({&comm, device});
-    if (it != Comms().end()) return it->second;
+    if (it != Comms().end() && it->second.nc != nullptr) return it->second.nc;
   }
   KOLO_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
   // Rank 0 makes the id and sends it with its outcome, so a failure there fails every rank
@@ -89,8 +108,61 @@ StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
   cudaSetDevice(previous);
   if (r != ncclSuccess) return NcclError(r, "ncclCommInitRank");
   std::lock_guard<std::mutex> lock(g_mu);
-  Comms().emplace(std::make_pair(&comm, device), nc);
+  Comms()[std::make_pair(&comm, device)] = Entry{nc, ++g_last_generation};
   return nc;
+}
+
+StatusOr<NcclLease> LeaseNcclComm(Communicator& comm, int device) {
+  KOLO_ASSIGN_OR_RETURN(ncclComm_t nc, NcclCommFor(comm, device));
+  std::unique_lock<std::mutex> no_abort(g_enqueue_mu);
+  {
+    // Only the thread that makes communicators (this one) could make a fresh one at the same
+    // address, so comparing pointers is enough here.
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = Comms().find({&comm, device});
+    if (it == Comms().end() || it->second.nc != nc) {
+      return UnavailableError("the NCCL communicator of these ranks on cuda:" +
+                              std::to_string(device) +
+                              " was aborted after a failure (see the earlier error)");
+    }
+  }
+  return NcclLease(std::move(no_abort), nc);
+}
+
+NcclWatch WatchNccl(Communicator& comm, int device) {
+  NcclWatch w;
+  w.comm = &comm;
+  w.device = device;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = Comms().find({&comm, device});
+  if (it != Comms().end()) w.generation = it->second.generation;
+  return w;
+}
+
+Status CheckNccl(const NcclWatch& watch) {
+  if (watch.generation == 0) return Status::OK();
+  KOLO_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
+  ncclResult_t async = ncclSuccess;
+  {
+    // Under g_mu the communicator cannot be freed: Abort forgets it under g_mu before freeing.
+    // ncclCommGetAsyncError is the call NCCL means to be polled from a watching thread while
+    // another enqueues (PyTorch's watchdog does the same).
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = Comms().find({watch.comm, watch.device});
+    if (it == Comms().end() || it->second.nc == nullptr ||
+        it->second.generation != watch.generation) {
+      return UnavailableError("the NCCL communicator this work ran on (cuda:" +
+                              std::to_string(watch.device) +
+                              ") was aborted after an earlier failure, so its result is lost");
+    }
+    if (api->CommGetAsyncError(it->second.nc, &async) != ncclSuccess) return Status::OK();
+  }
+  if (async == ncclSuccess || async == ncclInProgress) return Status::OK();
+  return NcclError(async, "NCCL (asynchronous)");
+}
+
+void AbortNccl(const NcclWatch& watch) {
+  if (watch.generation != 0) Abort(*watch.comm, watch.device, watch.generation);
 }
 
 Status WaitForNccl(Communicator& comm, int device, cudaStream_t stream, const char* what) {
@@ -99,17 +171,11 @@ Status WaitForNccl(Communicator& comm, int device, cudaStream_t stream, const ch
 
 Status WaitForNccl(std::initializer_list<Communicator*> comms, int device, cudaStream_t stream,
                    const char* what) {
-  KOLO_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
-  std::vector<std::pair<Communicator*, ncclComm_t>> ncs;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    for (Communicator* c : comms) {
-      auto it = Comms().find({c, device});
-      if (it != Comms().end()) ncs.emplace_back(c, it->second);
-    }
-  }
+  // By watch, not by pointer: the finaliser may abort one of these communicators meanwhile.
+  std::vector<NcclWatch> watches;
+  for (Communicator* c : comms) watches.push_back(WatchNccl(*c, device));
   auto abort_all = [&] {
-    for (Communicator* c : comms) Abort(*c, device);
+    for (const NcclWatch& w : watches) AbortNccl(w);
   };
   auto last_check = std::chrono::steady_clock::now();
   int spins = 0;
@@ -120,12 +186,11 @@ Status WaitForNccl(std::initializer_list<Communicator*> comms, int device, cudaS
       abort_all();
       return CudaError(q, "cudaStreamQuery").AddContext(what);
     }
-    for (const auto& [c, nc] : ncs) {
-      ncclResult_t async = ncclSuccess;
-      if (api->CommGetAsyncError(nc, &async) == ncclSuccess && async != ncclSuccess &&
-          async != ncclInProgress) {
+    for (const NcclWatch& w : watches) {
+      Status healthy = CheckNccl(w);
+      if (!healthy.ok()) {
         abort_all();
-        return NcclError(async, "NCCL (asynchronous)").AddContext(what);
+        return healthy.AddContext(what);
       }
     }
     const auto now = std::chrono::steady_clock::now();
@@ -147,11 +212,14 @@ void ForgetNcclComms(const Communicator& comm) {
   std::vector<int> devices;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    for (const auto& [key, nc] : Comms()) {
+    for (const auto& [key, entry] : Comms()) {
       if (key.first == &comm) devices.push_back(key.second);
     }
   }
   for (int d : devices) Abort(comm, d);
+  // The Communicator goes away and its address may be reused: no tombstones for it.
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (int d : devices) Comms().erase({&comm, d});
 }
 
 }  // namespace kolo

@@ -9,13 +9,23 @@
 // Communicator's liveness check (a dead peer); on any failure the NCCL communicator is aborted
 // (ncclCommAbort) and forgotten, so survivors get an error instead of a hang, and the next use
 // makes a fresh one.
+//
+// Two threads touch NCCL communicators: the background thread, which makes them and enqueues
+// on them, and the runtime's finaliser (runtime/device_finaliser.h), which polls their
+// asynchronous errors and aborts them on a failure while the background thread goes on. So
+// that an abort never frees a communicator under an enqueue, enqueues hold an NcclLease (a
+// lock that Abort also takes), and the finaliser names a communicator by an NcclWatch (its
+// key and generation) rather than by its pointer: one aborted and made afresh meanwhile is
+// then told apart from the one the work ran on.
 #ifndef KOLO_COLLECTIVES_NCCL_NCCL_COMM_H_
 #define KOLO_COLLECTIVES_NCCL_NCCL_COMM_H_
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <initializer_list>
+#include <mutex>
 
 #include "base/status.h"
 #include "collectives/communicator.h"
@@ -28,6 +38,38 @@ StatusOr<cudaStream_t> KoloStream(int device);
 // The NCCL communicator of `comm`'s ranks on `device`; collective over `comm` the first time
 // (every rank must ask, in the same order, as for any collective).
 StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device);
+
+// (comm, device)'s NCCL communicator held for enqueuing on: no other thread's abort can free it
+// while the lease lives. Let it go before waiting for the stream (WaitForNccl may abort).
+class NcclLease {
+ public:
+  ncclComm_t get() const { return comm_; }
+
+ private:
+  friend StatusOr<NcclLease> LeaseNcclComm(Communicator& comm, int device);
+  NcclLease(std::unique_lock<std::mutex> lock, ncclComm_t comm)
+      : lock_(std::move(lock)), comm_(comm) {}
+  std::unique_lock<std::mutex> lock_;
+  ncclComm_t comm_ = nullptr;
+};
+// NcclCommFor, then the lease; kUnavailable when the communicator was aborted in between.
+StatusOr<NcclLease> LeaseNcclComm(Communicator& comm, int device);
+
+// Which NCCL communicator some enqueued work runs on, for watching it from another thread.
+struct NcclWatch {
+  Communicator* comm = nullptr;
+  int device = -1;
+  uint64_t generation = 0;  // 0: (comm, device) had no NCCL communicator
+};
+// The current NCCL communicator of (comm, device) (generation 0 when there is none; not made).
+NcclWatch WatchNccl(Communicator& comm, int device);
+// OK while the watched communicator is healthy (or there is none); NCCL's asynchronous error;
+// kUnavailable when it was aborted since the watch was taken (the work on it was lost).
+// Thread-safe; never blocks on the GPU.
+Status CheckNccl(const NcclWatch& watch);
+// Aborts and forgets the watched communicator, unless it was already (a fresh one made since
+// is left alone). Thread-safe.
+void AbortNccl(const NcclWatch& watch);
 
 // Blocks (polling, yielding the core) until the work enqueued so far on `stream` finishes;
 // fails with NCCL's asynchronous error or comm.CheckLiveness()'s, after aborting the NCCL

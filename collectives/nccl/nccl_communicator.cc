@@ -27,10 +27,14 @@ Status NcclCommunicator::Allreduce(const void* send, void* recv, size_t count, D
   ncclDataType_t t;
   ncclRedOp_t o;
   KOLO_RETURN_IF_ERROR(Types(dtype, op, &t, &o));
-  NcclEnqueue e;
-  KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
-  KOLO_NCCL_CALL(e.api, AllReduce, send, recv, count, t, o, e.comm, e.stream);
-  return WaitForNccl(host_, device_, e.stream, "ncclAllReduce");
+  cudaStream_t stream = nullptr;
+  {
+    NcclEnqueue e;
+    KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
+    KOLO_NCCL_CALL(e.api, AllReduce, send, recv, count, t, o, e.comm, e.stream);
+    stream = e.stream;
+  }  // the lease ends before the wait, which may abort the communicator
+  return WaitForNccl(host_, device_, stream, "ncclAllReduce");
 }
 
 Status NcclCommunicator::ReduceScatter(const void* send, void* recv,
@@ -44,10 +48,14 @@ Status NcclCommunicator::ReduceScatter(const void* send, void* recv,
   ncclDataType_t t;
   ncclRedOp_t o;
   KOLO_RETURN_IF_ERROR(Types(dtype, op, &t, &o));
-  NcclEnqueue e;
-  KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
-  KOLO_NCCL_CALL(e.api, ReduceScatter, send, recv, counts.front(), t, o, e.comm, e.stream);
-  return WaitForNccl(host_, device_, e.stream, "ncclReduceScatter");
+  cudaStream_t stream = nullptr;
+  {
+    NcclEnqueue e;
+    KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
+    KOLO_NCCL_CALL(e.api, ReduceScatter, send, recv, counts.front(), t, o, e.comm, e.stream);
+    stream = e.stream;
+  }  // the lease ends before the wait, which may abort the communicator
+  return WaitForNccl(host_, device_, stream, "ncclReduceScatter");
 }
 
 Status NcclCommunicator::Allgatherv(const void* send, size_t send_bytes, void* recv,
@@ -69,10 +77,14 @@ Status NcclCommunicator::Alltoallv(const void* send, const std::vector<size_t>& 
 }
 
 Status NcclCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
-  NcclEnqueue e;
-  KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
-  KOLO_NCCL_CALL(e.api, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
-  return WaitForNccl(host_, device_, e.stream, "ncclBroadcast");
+  cudaStream_t stream = nullptr;
+  {
+    NcclEnqueue e;
+    KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
+    KOLO_NCCL_CALL(e.api, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
+    stream = e.stream;
+  }  // the lease ends before the wait, which may abort the communicator
+  return WaitForNccl(host_, device_, stream, "ncclBroadcast");
 }
 
 }  // namespace kolo

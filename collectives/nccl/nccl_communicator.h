@@ -6,7 +6,10 @@
 // device unchanged. Allgatherv and Alltoallv take unequal parts (nccl_collectives.h:
 // grouped ncclBroadcast, grouped ncclSend/ncclRecv); ReduceScatter needs equal parts on every
 // rank (kUnimplemented otherwise: the runtime pads unequal ones itself, nccl_plan.h). NCCL has
-// no int16, uint16 or bool reductions (kUnimplemented).
+// no int16, uint16 or bool reductions (kUnimplemented). The wait is on the calling thread (the
+// runtime's background thread for nccl_hierarchical) on purpose: a composition needs each
+// step's result before the next step, so only whole operations that are one stream-ordered
+// enqueue (StreamOrderedAllreduce, broadcast) leave their wait to the runtime's finaliser.
 #ifndef KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
 #define KOLO_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
 

@@ -1,11 +1,17 @@
 // What every NCCL call of collectives/nccl/ needs before it is enqueued: the loaded library,
-// the NCCL communicator of (kolo Communicator, device), kolo's stream of the device, with the
-// device current until the NcclEnqueue goes out of scope. Internal to collectives/nccl/.
+// the NCCL communicator of (kolo Communicator, device), leased (nccl_comm.h: an abort on the
+// finaliser's thread waits for the lease, so it cannot free the communicator under the call),
+// kolo's stream of the device, with the device current until the NcclEnqueue goes out of
+// scope. End its scope before waiting for the stream (WaitForNccl may abort). Internal to
+// collectives/nccl/.
 #ifndef KOLO_COLLECTIVES_NCCL_NCCL_ENQUEUE_H_
 #define KOLO_COLLECTIVES_NCCL_NCCL_ENQUEUE_H_
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+
+#include <optional>
+#include <utility>
 
 #include "base/status.h"
 #include "collectives/communicator.h"
@@ -17,6 +23,7 @@ namespace kolo {
 
 struct NcclEnqueue {
   const NcclApi* api = nullptr;
+  std::optional<NcclLease> lease;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   int previous = -1;
@@ -30,8 +37,10 @@ struct NcclEnqueue {
 
 inline Status BeginNccl(Communicator& host, int device, NcclEnqueue* e) {
   KOLO_ASSIGN_OR_RETURN(e->api, Nccl());
-  KOLO_ASSIGN_OR_RETURN(e->comm, NcclCommFor(host, device));
   KOLO_ASSIGN_OR_RETURN(e->stream, KoloStream(device));
+  KOLO_ASSIGN_OR_RETURN(NcclLease lease, LeaseNcclComm(host, device));
+  e->comm = lease.get();
+  e->lease.emplace(std::move(lease));
   KOLO_CUDA_CALL(cudaGetDevice(&e->previous));
   KOLO_CUDA_CALL(cudaSetDevice(device));
   return Status::OK();

@@ -22,4 +22,8 @@ Status NcclRingAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
   return RunNcclAllreduce(comm, args);
 }
 
+Status NcclRingAllreduce::Enqueue(Communicator& comm, const AllreduceArgs& args) {
+  return EnqueueNcclAllreduce(comm, args);
+}
+
 }  // namespace kolo

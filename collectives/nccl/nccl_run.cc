@@ -58,12 +58,32 @@ StatusOr<Call> Prepare(const AllreduceArgs& args, const char* what) {
 
 }  // namespace
 
-Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args) {
-  KOLO_ASSIGN_OR_RETURN(Call c, Prepare(args, "ncclAllReduce"));
-  KOLO_ASSIGN_OR_RETURN(ncclComm_t nc, NcclCommFor(comm, c.device));
+namespace {
+
+// ncclAllReduce enqueued on kolo's stream; *c says where (device and stream) for the wait.
+Status EnqueueFlat(Communicator& comm, const AllreduceArgs& args, Call* c) {
+  KOLO_ASSIGN_OR_RETURN(*c, Prepare(args, "ncclAllReduce"));
+  // Made even for an empty call: making the communicator is collective, and every rank must
+  // make it at the same call.
+  KOLO_ASSIGN_OR_RETURN(NcclLease nc, LeaseNcclComm(comm, c->device));
   if (args.count == 0) return Status::OK();
-  CudaDeviceScope scope(c.device);
-  KOLO_NCCL_CALL(c.api, AllReduce, args.send, args.recv, args.count, c.dtype, c.op, nc, c.stream);
+  CudaDeviceScope scope(c->device);
+  KOLO_NCCL_CALL(c->api, AllReduce, args.send, args.recv, args.count, c->dtype, c->op, nc.get(),
+                 c->stream);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status EnqueueNcclAllreduce(Communicator& comm, const AllreduceArgs& args) {
+  Call c;
+  return EnqueueFlat(comm, args, &c);
+}
+
+Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args) {
+  Call c;
+  KOLO_RETURN_IF_ERROR(EnqueueFlat(comm, args, &c));
+  if (args.count == 0) return Status::OK();
   return WaitForNccl(comm, c.device, c.stream, "ncclAllReduce");
 }
 
@@ -111,6 +131,10 @@ Status RunNcclHierarchicalAllreduce(Communicator& comm, const AllreduceArgs& arg
 #else
 
 Status RunNcclAllreduce(Communicator&, const AllreduceArgs&) {
+  return UnimplementedError("kolo was built without NCCL (KOLO_WITH_NCCL=OFF)");
+}
+
+Status EnqueueNcclAllreduce(Communicator&, const AllreduceArgs&) {
   return UnimplementedError("kolo was built without NCCL (KOLO_WITH_NCCL=OFF)");
 }
 

@@ -11,6 +11,9 @@ namespace kolo {
 // ncclAllReduce over all of comm's ranks (NCCL picks ring or tree itself; KOLO_NCCL_ALGO is
 // passed to NCCL as NCCL_ALGO before the first communicator is made).
 Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args);
+// The same, enqueued on kolo's stream of the buffers' device without waiting for it
+// (StreamOrderedAllreduce): the caller waits, watching the NCCL communicator of (comm, device).
+Status EnqueueNcclAllreduce(Communicator& comm, const AllreduceArgs& args);
 
 // ncclReduceScatter over comm.node()->local, ncclAllReduce of the slice over ->cross,
 // ncclAllGather over ->local; args.count must divide by the local size (Supports checks).

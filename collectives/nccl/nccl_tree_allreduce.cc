@@ -25,4 +25,8 @@ Status NcclTreeAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
   return RunNcclAllreduce(comm, args);
 }
 
+Status NcclTreeAllreduce::Enqueue(Communicator& comm, const AllreduceArgs& args) {
+  return EnqueueNcclAllreduce(comm, args);
+}
+
 }  // namespace kolo

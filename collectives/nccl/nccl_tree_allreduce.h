@@ -20,13 +20,14 @@
 
 namespace kolo {
 
-class NcclTreeAllreduce : public AllreduceAlgorithm {
+class NcclTreeAllreduce : public AllreduceAlgorithm, public StreamOrderedAllreduce {
  public:
   std::string_view Name() const override { return "nccl_tree"; }
   MemoryKind memory() const override { return MemoryKind::kCuda; }
   Status Supports(const SelectionInput& in) const override;
   double EstimateMicros(const SelectionInput& in) const override;
   Status Run(Communicator& comm, const AllreduceArgs& args) override;
+  Status Enqueue(Communicator& comm, const AllreduceArgs& args) override;
 };
 
 }  // namespace kolo

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -562,6 +563,93 @@ TEST(GpuRuntime, JoinedRankContributesZerosOnItsDevice) {
     cudaFree(d);
     ASSERT_TRUE(rt.Join().ok());
   });
+}
+
+// The finaliser (runtime/finaliser.h): many device Responses in flight at once, the background
+// thread enqueueing the next while the GPU still runs the previous ones. Small fusion threshold
+// and growing sizes, so the one fusion buffer is reused (and grown) by Responses whose work is
+// still queued on kolo's stream: every tensor must still hold its own sum (unique values per
+// tensor catch a pack that overwrote an unpack not yet done), and the handles complete.
+TEST(GpuRuntime, ManyDeviceResponsesInFlightReuseTheFusionBuffer) {
+  KOLO_SKIP_WITHOUT_GPU();
+  if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
+  Config config = testing::FastConfig();
+  config.fusion_threshold_bytes = 256 * 1024;
+  testing::RunRuntimes(1, config, [&](Runtime& rt) {
+    constexpr int kTensors = 96;
+    std::vector<float*> d(kTensors);
+    std::vector<size_t> counts(kTensors);
+    std::vector<std::shared_ptr<Handle>> handles;
+    for (int k = 0; k < kTensors; ++k) {
+      counts[k] = 1000 + static_cast<size_t>(k) * 1500;  // up to ~570 KiB: several buffers' worth
+      std::vector<float> host(counts[k]);
+      for (size_t i = 0; i < counts[k]; ++i) host[i] = static_cast<float>(k * 7 + i % 11);
+      ASSERT_EQ(cudaMalloc(&d[k], counts[k] * 4), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d[k], host.data(), counts[k] * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+    }
+    for (int k = 0; k < kTensors; ++k) {
+      Submission s;
+      s.name = "inflight" + std::to_string(k);
+      s.input = d[k];
+      s.output = d[k];
+      s.shape = {static_cast<int64_t>(counts[k])};
+      s.prescale = 3.0;  // every tensor through the fusion buffer (no direct path)
+      auto h = rt.Enqueue(s);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      handles.push_back(*h);
+    }
+    for (int k = 0; k < kTensors; ++k) {
+      const Status st = testing::WaitFor(*handles[k]);
+      ASSERT_TRUE(st.ok()) << "tensor " << k << ": " << st.ToString();
+      std::vector<float> got(counts[k]);
+      ASSERT_EQ(cudaMemcpy(got.data(), d[k], counts[k] * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < counts[k]; ++i) {
+        ASSERT_EQ(got[i], static_cast<float>(k * 7 + i % 11) * 3.0f)
+            << "tensor " << k << " element " << i;
+      }
+      cudaFree(d[k]);
+    }
+  });
+}
+
+// Shutdown with device work still in flight completes every handle (OK once the GPU finished
+// it), and a device broadcast completes through the finaliser with its result.
+TEST(GpuRuntime, ShutdownCompletesDeviceHandlesInFlight) {
+  KOLO_SKIP_WITHOUT_GPU();
+  if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
+  std::vector<std::shared_ptr<Handle>> handles;
+  const size_t n = size_t{16} << 20;  // 64 MiB each: still running when Shutdown starts
+  std::vector<float*> d(4);
+  for (float*& p : d) {
+    ASSERT_EQ(cudaMalloc(&p, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemset(p, 0, n * 4), cudaSuccess);
+  }
+  testing::RunRuntimes(1, testing::FastConfig(), [&](Runtime& rt) {
+    Submission b;
+    b.op = OpType::kBroadcast;
+    b.name = "bcast";
+    b.input = d[0];
+    b.output = d[0];
+    b.shape = {static_cast<int64_t>(n)};
+    auto hb = rt.Enqueue(b);
+    ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+    ASSERT_TRUE(testing::WaitFor(**hb).ok());
+    for (size_t k = 1; k < d.size(); ++k) {
+      Submission s;
+      s.name = "late" + std::to_string(k);
+      s.input = d[k];
+      s.output = d[k];
+      s.shape = {static_cast<int64_t>(n)};
+      auto h = rt.Enqueue(s);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      handles.push_back(*h);
+    }
+  });
+  for (size_t k = 0; k < handles.size(); ++k) {
+    ASSERT_TRUE(handles[k]->Poll()) << "handle " << k << " not completed by Shutdown";
+  }
+  for (float* p : d) cudaFree(p);
 }
 
 }  // namespace

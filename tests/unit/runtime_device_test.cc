@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,29 @@ TEST(RuntimeDevice, DeviceTensorsWithoutADeviceFailEverywhere) {
     auto h2 = rt.Enqueue(Allreduce("host_after", a.data(), b.data(), -1));
     ASSERT_TRUE(h2.ok());
     EXPECT_TRUE(WaitFor(**h2).ok());
+  });
+}
+
+// Each rank on its own GPU (cuda:local_rank, as on a multi-GPU node): the ranks agree on GPU
+// memory, so this is no mismatch; each rank runs on its own device (none exists here, so each
+// fails naming its own ordinal), and the host mismatch message names kinds, not ordinals.
+TEST(RuntimeDevice, RanksOnDifferentGpusAgreeOnTheMemoryKind) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  RunRuntimes(3, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    std::vector<float> in(4, 1.0f), out(4);
+    auto h = rt.Enqueue(Allreduce("per_gpu", in.data(), out.data(), rank));
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    const Status s = WaitFor(**h);
+    EXPECT_FALSE(s.ok());
+    EXPECT_FALSE(Has(s.message(), "mismatch")) << s.message();
+    EXPECT_TRUE(Has(s.message(), "cuda:" + std::to_string(rank))) << s.message();
+    auto m = rt.Enqueue(Allreduce("kinds", in.data(), out.data(), rank == 2 ? -1 : rank));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const Status sm = WaitFor(**m);
+    EXPECT_EQ(sm.code(), StatusCode::kInvalidArgument) << sm.ToString();
+    EXPECT_TRUE(Has(sm.message(), "device mismatch: ranks 0,1 have cuda, rank 2 has cpu"))
+        << sm.message();
   });
 }
 
@@ -191,6 +215,59 @@ TEST(RuntimeDevice, DetectedHostPointersTakeTheHostPath) {
     ASSERT_TRUE(WaitFor(**h).ok());
     EXPECT_EQ(out[3], 3.0f);
   });
+}
+
+// CUDA-tensor Responses complete through the finaliser (runtime/finaliser.h), failures
+// included. Without a device every one fails, with the operation and device named; a broadcast
+// too. Then a burst of device and host operations is submitted and the runtime is shut down
+// at once, without waiting: Shutdown must complete every handle (none lost, none hanging).
+TEST(RuntimeDevice, DeviceHandlesCompleteThroughTheFinaliserAndShutdownLosesNone) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  constexpr int kRanks = 2;
+  constexpr int kBurst = 40;
+  std::vector<std::vector<std::shared_ptr<Handle>>> burst(kRanks);
+  std::vector<std::vector<float>> buffers(kRanks * (2 * kBurst + 1), std::vector<float>(4, 1.0f));
+  RunRuntimes(kRanks, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    std::vector<float>& data = buffers[rank * (2 * kBurst + 1)];
+    Submission b;
+    b.op = OpType::kBroadcast;
+    b.name = "bcast_on_gpu";
+    b.input = data.data();
+    b.output = data.data();
+    b.dtype = DataType::kFloat32;
+    b.shape = {4};
+    b.root = 0;
+    b.device = 0;
+    auto hb = rt.Enqueue(b);
+    ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+    const Status sb = WaitFor(**hb);
+    EXPECT_FALSE(sb.ok());
+    EXPECT_TRUE(Has(sb.message(), "broadcast 'bcast_on_gpu'")) << sb.message();
+    EXPECT_TRUE(Has(sb.message(), "cuda:0")) << sb.message();
+    for (int i = 0; i < kBurst; ++i) {
+      std::vector<float>& dev = buffers[rank * (2 * kBurst + 1) + 1 + 2 * i];
+      std::vector<float>& host = buffers[rank * (2 * kBurst + 1) + 2 + 2 * i];
+      auto hd = rt.Enqueue(Allreduce("dev" + std::to_string(i), dev.data(), dev.data(), 0));
+      auto hh = rt.Enqueue(Allreduce("host" + std::to_string(i), host.data(), host.data(), -1));
+      ASSERT_TRUE(hd.ok()) << hd.status().ToString();
+      ASSERT_TRUE(hh.ok()) << hh.status().ToString();
+      burst[rank].push_back(*hd);
+      burst[rank].push_back(*hh);
+    }
+    // Returning shuts every runtime down with the burst in flight.
+  });
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(burst[r].size(), 2u * kBurst);
+    for (size_t i = 0; i < burst[r].size(); ++i) {
+      ASSERT_TRUE(burst[r][i]->Poll()) << "rank " << r << ": handle " << i
+                                       << " not completed by Shutdown";
+      // Device all-reduces fail (no device, or shut down before they ran), never succeed.
+      if (i % 2 == 0) {
+        EXPECT_FALSE(burst[r][i]->status().ok()) << "rank " << r << ": handle " << i;
+      }
+    }
+  }
 }
 
 }  // namespace
