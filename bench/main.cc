@@ -91,17 +91,6 @@ bool ParseBytes(std::string text, int64_t* bytes) {
   return true;
 }
 
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    if (end > start) out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 std::string ThreadLevelName(int level) {
   switch (level) {
     case MPI_THREAD_SINGLE:

@@ -4,8 +4,6 @@
 
 namespace kolo::bench {
 
-namespace {
-
 std::vector<std::string> SplitCommas(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -16,8 +14,6 @@ std::vector<std::string> SplitCommas(const std::string& text) {
   }
   return out;
 }
-
-}  // namespace
 
 std::vector<std::string> KnownPaths(bool replay, bool on_device) {
   if (replay) {

@@ -33,6 +33,8 @@ struct Mode {
 
 // The paths a mode knows, in their default order.
 std::vector<std::string> KnownPaths(bool replay, bool on_device);
+// "a,b,,c" -> {"a", "b", "c"} (empty items dropped): the flags' comma lists.
+std::vector<std::string> SplitCommas(const std::string& text);
 
 // Fills *mode and returns "" when the flags make sense together; otherwise the message of the
 // usage error ("unknown --model 'x'; one of resnet50 bert-base tiny-1000").
