@@ -78,11 +78,7 @@ Status DeviceJoinedAllreduceJob(const Response& response, const std::vector<Tens
       job->tensors.push_back(FusedTensor{buf, buf, count});
       continue;
     }
-    if (static_cast<size_t>(NumElements(e.request.shape)) != count) {
-      return InternalError(what + ": '" + e.request.name + "' has " +
-                           std::to_string(NumElements(e.request.shape)) +
-                           " elements here, the coordinator says " + std::to_string(count));
-    }
+    KOLO_RETURN_IF_ERROR(CheckElementCount(what, e, count));
     const void* input = e.input;
     if (!sum && prescale != 1.0 && count) {
       KOLO_ASSIGN_OR_RETURN(void* buf, device_buffer(count));

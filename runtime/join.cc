@@ -78,6 +78,13 @@ void FillIdentity(void* dst, size_t count, DataType dtype, ReduceOp op) {
   }
 }
 
+Status CheckElementCount(const std::string& what, const TensorEntry& e, size_t count) {
+  if (static_cast<size_t>(NumElements(e.request.shape)) == count) return Status::OK();
+  return InternalError(what + ": '" + e.request.name + "' has " +
+                       std::to_string(NumElements(e.request.shape)) +
+                       " elements here, the coordinator says " + std::to_string(count));
+}
+
 Status JoinedAllreduceJob(const Response& response, const std::vector<TensorEntry>& entries,
                           AllreduceJob* job, JoinedScratch* scratch) {
   const std::string what =
@@ -108,11 +115,7 @@ Status JoinedAllreduceJob(const Response& response, const std::vector<TensorEntr
       job->tensors.push_back(FusedTensor{buf, buf, count});
       continue;
     }
-    if (static_cast<size_t>(NumElements(e.request.shape)) != count) {
-      return InternalError(what + ": '" + e.request.name + "' has " +
-                           std::to_string(NumElements(e.request.shape)) +
-                           " elements here, the coordinator says " + std::to_string(count));
-    }
+    KOLO_RETURN_IF_ERROR(CheckElementCount(what, e, count));
     const void* input = e.input;
     if (!sum && prescale != 1.0 && count) {
       void* buf = allocate(count);

@@ -28,6 +28,9 @@ std::vector<int64_t> ResolvedSplits(const Submission& s, int size);
 // the largest value (+inf for floating dtypes) for Min, the lowest (-inf) for Max, 1 for
 // Product; bool: false for Sum and Max, true for Min and Product.
 void FillIdentity(void* dst, size_t count, DataType dtype, ReduceOp op);
+// kInternal (with `what`) when a submitted tensor `e` does not have the `count` elements the
+// coordinator's Response gives it (a broken invariant, reported rather than overrun).
+Status CheckElementCount(const std::string& what, const TensorEntry& e, size_t count);
 
 // A rank that has joined builds its part of an allreduce Response: the tensors it submitted
 // (entries with a handle) are used as they are, the others are identity-filled scratch buffers
