@@ -327,30 +327,9 @@ void RunDeviceReplay(const World& world, const ModelLayout& model, const ReplayO
       }
     }
 
-    std::vector<double> flat;
-    for (const auto& v : samples) flat.insert(flat.end(), v.begin(), v.end());
-    flat = MaxOverRanks(world, flat);
-    ModelResult result;
-    result.model = model.name;
-    result.description = model.description + " (on the GPU)";
-    result.tensors = static_cast<int>(model.tensors.size());
-    result.count = replayer.total_count();
-    result.bytes = result.count * static_cast<int64_t>(options.dtype->size);
-    result.dtype = std::string(options.dtype->name);
-    result.op = std::string(options.op->name);
-    result.steps = options.steps;
-    result.warmup = options.warmup;
-    for (int p = 0; p < npaths; ++p) {
-      const auto first = flat.begin() + static_cast<ptrdiff_t>(p) * options.steps;
-      const std::vector<double> mine(first, first + options.steps);
-      PathResult r;
-      r.path = options.paths[p];
-      r.time_us = Median(mine);
-      r.min_us = mine.empty() ? 0 : *std::min_element(mine.begin(), mine.end());
-      r.max_us = mine.empty() ? 0 : *std::max_element(mine.begin(), mine.end());
-      r.wrong = options.check ? SumOverRanks(world, wrong[p]) : -1;
-      result.paths.push_back(r);
-    }
+    const ModelResult result =
+        SummarizeReplay(world, model, options, model.description + " (on the GPU)",
+                        replayer.total_count(), samples, wrong);
     report->Model(result);
 
     // Read + write per byte moved, for the copy as for the kernels.

@@ -179,20 +179,28 @@ void RunReplay(const World& world, const MpiAllreducer& mpi, const ModelLayout& 
     }
   }
 
+  report->Model(SummarizeReplay(world, model, options, model.description,
+                                replayer.total_count(), samples, wrong));
+}
+
+ModelResult SummarizeReplay(const World& world, const ModelLayout& model,
+                            const ReplayOptions& options, const std::string& description,
+                            int64_t total_count, const std::vector<std::vector<double>>& samples,
+                            const std::vector<int64_t>& wrong) {
   std::vector<double> flat;
   for (const auto& v : samples) flat.insert(flat.end(), v.begin(), v.end());
   flat = MaxOverRanks(world, flat);
   ModelResult result;
   result.model = model.name;
-  result.description = model.description;
+  result.description = description;
   result.tensors = static_cast<int>(model.tensors.size());
-  result.count = replayer.total_count();
+  result.count = total_count;
   result.bytes = result.count * static_cast<int64_t>(options.dtype->size);
   result.dtype = std::string(options.dtype->name);
   result.op = std::string(options.op->name);
   result.steps = options.steps;
   result.warmup = options.warmup;
-  for (int p = 0; p < npaths; ++p) {
+  for (size_t p = 0; p < samples.size(); ++p) {
     const auto first = flat.begin() + static_cast<ptrdiff_t>(p) * options.steps;
     const std::vector<double> mine(first, first + options.steps);
     PathResult r;
@@ -203,7 +211,7 @@ void RunReplay(const World& world, const MpiAllreducer& mpi, const ModelLayout& 
     r.wrong = options.check ? SumOverRanks(world, wrong[p]) : -1;
     result.paths.push_back(r);
   }
-  report->Model(result);
+  return result;
 }
 
 }  // namespace kolo::bench

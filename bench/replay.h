@@ -40,6 +40,14 @@ struct ReplayOptions {
 void RunReplay(const World& world, const MpiAllreducer& mpi, const ModelLayout& model,
                const ReplayOptions& options, Report* report);
 
+// A replay's table row: per path the median, min and max of the timed step times (each the
+// max over ranks; samples[p] holds this rank's, options.steps of them) and #wrong summed over
+// ranks. Collective over `world`. Shared by the host and the device replays.
+ModelResult SummarizeReplay(const World& world, const ModelLayout& model,
+                            const ReplayOptions& options, const std::string& description,
+                            int64_t total_count, const std::vector<std::vector<double>>& samples,
+                            const std::vector<int64_t>& wrong);
+
 }  // namespace kolo::bench
 
 #endif  // KOLO_BENCH_REPLAY_H_
