@@ -272,3 +272,34 @@ TEST(RuntimeDevice, DeviceHandlesCompleteThroughTheFinaliserAndShutdownLosesNone
 
 }  // namespace
 }  // namespace kolo
+
+namespace kolo {
+namespace {
+
+// Two tensors fused into one all-reduce (a group), on cuda:0 and cuda:0 on rank 0 but on
+// cuda:1 and cuda:0 on rank 1. The ranks agree on the memory kind, and the coordinator's
+// Responses carry rank 0's ordinal, so every rank fuses the two; rank 1 then refuses the fused
+// all-reduce locally ("two GPUs of one rank") while rank 0 goes on to run it. With a GPU, rank
+// 0 would wait in ncclAllReduce for a peer that never joins it. Every rank must reach the same
+// verdict instead (no rank blocks on a peer's mistake): here, without a device, the same error
+// on every rank rather than "two GPUs" on one and "no such device" on the other.
+TEST(RuntimeDevice, AFusedAllreduceOnTwoGpusOfOneRankFailsTheSameWayOnEveryRank) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  std::vector<std::string> messages(2);
+  RunRuntimes(2, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    std::vector<float> a(4, 1.0f), b(4, 1.0f), out_a(4), out_b(4);
+    std::vector<Submission> group = {Allreduce("split.a", a.data(), out_a.data(), rank),
+                                     Allreduce("split.b", b.data(), out_b.data(), 0)};
+    auto handles = rt.EnqueueGroup(group);
+    ASSERT_TRUE(handles.ok()) << handles.status().ToString();
+    const Status s = WaitFor(*(*handles)[0]);
+    EXPECT_FALSE(s.ok());
+    messages[rank] = s.message();
+  });
+  EXPECT_TRUE(Has(messages[1], "kolo drives one GPU per process")) << messages[1];
+  EXPECT_EQ(messages[0], messages[1]) << "rank 0 ran the fused all-reduce that rank 1 refused";
+}
+
+}  // namespace
+}  // namespace kolo
