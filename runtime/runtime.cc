@@ -202,6 +202,18 @@ Status ResolveDevice(const Submission& s, Request* r) {
 
 }  // namespace
 
+Status Runtime::ClaimDevice(const std::string& what, int device) {
+  if (device < 0) return Status::OK();
+  int mine = -1;
+  if (process_device_.compare_exchange_strong(mine, device) || mine == device) {
+    return Status::OK();
+  }
+  return InvalidArgumentError(what + ": on cuda:" + std::to_string(device) +
+                              ", but this process's CUDA tensors are on cuda:" +
+                              std::to_string(mine) +
+                              " (its first); kolo drives one GPU per process");
+}
+
 StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   TensorEntry entry;
   entry.request = RequestOf(s, layout_.rank);
@@ -209,6 +221,7 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   Status valid = Validate(s, layout_.size);
   if (valid.ok()) valid = ResolveDevice(s, &r);
   if (valid.ok() && s.op == OpType::kAlltoall) r.splits = ResolvedSplits(s, layout_.size);
+  if (valid.ok()) valid = ClaimDevice(Describe(s), r.device);
   if (valid.ok() && r.device >= 0) last_device_ = r.device;
   std::unique_lock<std::mutex> join_lock(join_mu_);
   if (!join_name_.empty()) {
@@ -317,6 +330,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
                           : InvalidArgumentError(Describe(s) + ": a group holds one operation (" +
                                                  std::string(OpTypeName(op)) + ")");
     if (v.ok()) v = ResolveDevice(s, &r);
+    if (v.ok()) v = ClaimDevice(Describe(s), r.device);
     if (v.ok() && r.device >= 0) last_device_ = r.device;
     if (v.ok() && r.device >= 0 && s.ready_stream != nullptr) {
       auto ev = RecordReadyEvent(r.device, s.ready_stream);
@@ -596,7 +610,7 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
     for (const TensorEntry& e : entries) {
       if (!e.handle) continue;
       if (device >= 0 && e.request.device != device && status.ok()) {
-        // The ranks agreed on GPU memory, not on a device: one process drives one GPU.
+        // Cannot happen: ClaimDevice refuses a second GPU at submission (on every rank).
         status = InvalidArgumentError("the tensors of one fused all-reduce are on cuda:" +
                                       std::to_string(device) + " and cuda:" +
                                       std::to_string(e.request.device) + " on rank " +

@@ -145,6 +145,11 @@ class Runtime {
   // did neither uses the submitters' device (response.device: negotiation makes every
   // submitter give the same ordinal, so it names this rank's GPU in the usual one-visible-GPU
   // or device-per-local-rank set-ups alike).
+  // One process drives one GPU, the device of its first CUDA tensor; kInvalidArgument (with
+  // `what`) for a tensor on another. Ranks agree only on host vs GPU memory, and each runs a
+  // fused group of CUDA tensors on its own device, so a second GPU in one process would let a
+  // group that fuses on every rank be refused on one of them only (its peers waiting in NCCL).
+  Status ClaimDevice(const std::string& what, int device);
   int JoinedDevice(const Response& response) const {
     const int given = join_device_.load(), last = last_device_.load();
     return given >= 0 ? given : last >= 0 ? last : response.device;
@@ -202,6 +207,8 @@ class Runtime {
   std::string join_name_;
   std::atomic<int> last_joined_{-1};  // set before the join's handle completes
   std::atomic<int> last_device_{-1};  // the CUDA device of this rank's last device submission
+  // The one GPU this process drives: its first CUDA tensor's (ClaimDevice).
+  std::atomic<int> process_device_{-1};
   std::atomic<int> join_device_{-1};  // the device given to the pending (or last) Join
   mutable std::mutex stats_mu_;
   NegotiationStats stats_;  // guarded by stats_mu_: a copy of controller_.stats()

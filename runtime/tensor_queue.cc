@@ -24,8 +24,15 @@ void TensorQueue::Detach(int32_t id) {
   if (!s.pending) return;
   s.pending = false;
   loose_.push_back(s.entry.request);
-  for (NewRequest& n : new_requests_) {
-    if (n.id == id) n = NewRequest{&loose_.back(), -1};
+  // The copy outlives the entry, and the id may later go to another name: the copy keeps no
+  // id, so nothing (a cache hit served by id) can take that other name's entry for it.
+  loose_.back().id = -1;
+  loose_.back().id_serial = 0;
+  for (size_t i = 0; i < new_requests_.size(); ++i) {
+    if (new_requests_[i].id != id) continue;
+    new_requests_[i] = NewRequest{&loose_.back(), -1};
+    new_keys_[i].id = -1;
+    new_keys_[i].id_serial = 0;
   }
 }
 

@@ -277,12 +277,11 @@ namespace kolo {
 namespace {
 
 // Two tensors fused into one all-reduce (a group), on cuda:0 and cuda:0 on rank 0 but on
-// cuda:1 and cuda:0 on rank 1. The ranks agree on the memory kind, and the coordinator's
-// Responses carry rank 0's ordinal, so every rank fuses the two; rank 1 then refuses the fused
-// all-reduce locally ("two GPUs of one rank") while rank 0 goes on to run it. With a GPU, rank
-// 0 would wait in ncclAllReduce for a peer that never joins it. Every rank must reach the same
-// verdict instead (no rank blocks on a peer's mistake): here, without a device, the same error
-// on every rank rather than "two GPUs" on one and "no such device" on the other.
+// cuda:1 and cuda:0 on rank 1. The ranks agree only on the memory kind and each fuses its CUDA
+// tensors on its own device, so a group on two GPUs of one rank would fuse everywhere and be
+// refused on that rank only, its peers waiting in ncclAllReduce. One process drives one GPU
+// instead: rank 1 refuses the second GPU at submission, and the refusal reaches rank 0, which
+// fails the group with rank 1's reason without running it (no "no such device" from a run).
 TEST(RuntimeDevice, AFusedAllreduceOnTwoGpusOfOneRankFailsTheSameWayOnEveryRank) {
   if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
   std::vector<std::string> messages(2);
@@ -292,13 +291,22 @@ TEST(RuntimeDevice, AFusedAllreduceOnTwoGpusOfOneRankFailsTheSameWayOnEveryRank)
     std::vector<Submission> group = {Allreduce("split.a", a.data(), out_a.data(), rank),
                                      Allreduce("split.b", b.data(), out_b.data(), 0)};
     auto handles = rt.EnqueueGroup(group);
+    if (rank == 1) {
+      ASSERT_FALSE(handles.ok());
+      EXPECT_EQ(handles.status().code(), StatusCode::kInvalidArgument);
+      messages[rank] = handles.status().message();
+      return;
+    }
     ASSERT_TRUE(handles.ok()) << handles.status().ToString();
     const Status s = WaitFor(*(*handles)[0]);
-    EXPECT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
     messages[rank] = s.message();
   });
-  EXPECT_TRUE(Has(messages[1], "kolo drives one GPU per process")) << messages[1];
-  EXPECT_EQ(messages[0], messages[1]) << "rank 0 ran the fused all-reduce that rank 1 refused";
+  for (const std::string& m : messages) {
+    EXPECT_TRUE(Has(m, "on cuda:0, but this process's CUDA tensors are on cuda:1")) << m;
+    EXPECT_TRUE(Has(m, "kolo drives one GPU per process")) << m;
+    EXPECT_FALSE(Has(m, "no such CUDA device")) << m;
+  }
 }
 
 }  // namespace

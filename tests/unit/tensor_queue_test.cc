@@ -121,18 +121,26 @@ TEST(TensorQueue, NewRequestsKeepTheirOrderAndOutliveAnEarlyTake) {
   q.AddRefused(refused);
   ASSERT_TRUE(q.Add(Entry("b")).ok());
   // An error Response may complete a submission before the background thread has taken its
-  // Request: the Request still goes out, unchanged.
+  // Request: the Request still goes out, unchanged but for its id (the entry is gone, and the
+  // id may go to another name: a copy by id could take that name's entry).
   TensorEntry b = q.Take("b");
   ASSERT_TRUE(b.handle);
   q.Release(b.request);
   std::vector<const Request*> taken;
-  q.TakeNewRequests(&taken);
+  std::vector<RequestKey> keys;
+  q.TakeNewRequests(&taken, &keys);
   ASSERT_EQ(taken.size(), 3u);
+  ASSERT_EQ(keys.size(), 3u);
   EXPECT_EQ(taken[0]->name, "a");
+  EXPECT_GE(keys[0].id, 0);
+  EXPECT_EQ(keys[0].id, taken[0]->id);
   EXPECT_EQ(taken[1]->name, "r");
   EXPECT_EQ(taken[1]->refused, "no");
+  EXPECT_FALSE(keys[1].cacheable);
   EXPECT_EQ(taken[2]->name, "b");
-  EXPECT_EQ(taken[2]->id, b.request.id);
+  EXPECT_GE(b.request.id, 0);
+  EXPECT_EQ(taken[2]->id, -1);
+  EXPECT_EQ(keys[2].id, -1);
   EXPECT_FALSE(q.HasNewRequests());
   ASSERT_TRUE(q.Add(Entry("c")).ok());
   q.TakeNewRequests(&taken);
