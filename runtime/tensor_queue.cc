@@ -14,8 +14,10 @@ int32_t TensorQueue::Intern(const std::string& name) {
     free_ids_.pop_back();
   }
   it->second = id;
-  // Never 0 (Request's default), and unique over the queue's life, even across Close.
-  slots_[id].serial = ++last_serial_;
+  // Never 0 (Request's default), and unique over the queue's life, even across Close (until
+  // 2^32 internings wrap it; a clash then needs the same id to come back at that serial).
+  if (++last_serial_ == 0) ++last_serial_;
+  slots_[id].serial = last_serial_;
   return id;
 }
 
