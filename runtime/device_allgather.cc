@@ -1,4 +1,4 @@
-// Allgather of a CUDA tensor (device_ops.h).
+// Allgather of a CUDA tensor (device_ops.h): enqueued on kolo's stream, not waited for.
 #include <numeric>
 #include <string>
 
@@ -14,17 +14,17 @@
 
 namespace kolo {
 
-StatusOr<OutputBuffer> DeviceAllgather(Communicator& comm, int device, const void* input,
-                                       const std::vector<size_t>& part_bytes, void* ready_event) {
+Status DeviceAllgather(Communicator& comm, int device, const void* input,
+                       const std::vector<size_t>& part_bytes, void* ready_event,
+                       DeviceOpResult* result) {
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
   KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
   const size_t total = std::accumulate(part_bytes.begin(), part_bytes.end(), size_t{0});
-  KOLO_ASSIGN_OR_RETURN(OutputBuffer out, DeviceOutput(device, total));
-  KOLO_RETURN_IF_ERROR(EnqueueNcclAllgatherv(comm, device, input, out.data.get(), part_bytes));
-  KOLO_RETURN_IF_ERROR(WaitForNccl(comm, device, stream, "NCCL all-gather"));
-  return out;
+  KOLO_ASSIGN_OR_RETURN(result->output.data, AllocateForKoloStream(device, stream, total));
+  return EnqueueNcclAllgatherv(comm, device, input, result->output.data.get(), part_bytes)
+      .AddContext("NCCL all-gather");
 #else
-  (void)comm, (void)input, (void)part_bytes;
+  (void)comm, (void)input, (void)part_bytes, (void)result;
   DestroyReadyEvent(ready_event);
   return UnimplementedError("tensor on cuda:" + std::to_string(device) +
                             ", but kolo was built without CUDA and NCCL");

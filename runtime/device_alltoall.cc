@@ -1,4 +1,4 @@
-// Alltoall of a CUDA tensor (device_ops.h).
+// Alltoall of a CUDA tensor (device_ops.h): enqueued on kolo's stream, not waited for.
 #include <numeric>
 #include <string>
 
@@ -14,19 +14,18 @@
 
 namespace kolo {
 
-StatusOr<OutputBuffer> DeviceAlltoall(Communicator& comm, int device, const void* input,
-                                      const std::vector<size_t>& send_bytes,
-                                      const std::vector<size_t>& recv_bytes, void* ready_event) {
+Status DeviceAlltoall(Communicator& comm, int device, const void* input,
+                      const std::vector<size_t>& send_bytes, const std::vector<size_t>& recv_bytes,
+                      void* ready_event, DeviceOpResult* result) {
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
   KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
   const size_t total = std::accumulate(recv_bytes.begin(), recv_bytes.end(), size_t{0});
-  KOLO_ASSIGN_OR_RETURN(OutputBuffer out, DeviceOutput(device, total));
-  KOLO_RETURN_IF_ERROR(
-      EnqueueNcclAlltoallv(comm, device, input, send_bytes, out.data.get(), recv_bytes));
-  KOLO_RETURN_IF_ERROR(WaitForNccl(comm, device, stream, "NCCL send/receive (all-to-all)"));
-  return out;
+  KOLO_ASSIGN_OR_RETURN(result->output.data, AllocateForKoloStream(device, stream, total));
+  return EnqueueNcclAlltoallv(comm, device, input, send_bytes, result->output.data.get(),
+                              recv_bytes)
+      .AddContext("NCCL send/receive (all-to-all)");
 #else
-  (void)comm, (void)input, (void)send_bytes, (void)recv_bytes;
+  (void)comm, (void)input, (void)send_bytes, (void)recv_bytes, (void)result;
   DestroyReadyEvent(ready_event);
   return UnimplementedError("tensor on cuda:" + std::to_string(device) +
                             ", but kolo was built without CUDA and NCCL");

@@ -1,4 +1,5 @@
-// Reducescatter of a CUDA tensor (device_ops.h). On kolo's stream, after the ready event:
+// Reducescatter of a CUDA tensor (device_ops.h). Enqueued on kolo's stream, after the ready
+// event, and not waited for:
 //
 //   parts equal, prescale 1   ncclReduceScatter straight from the input into the output
 //   otherwise                 one batched copy (prescale fused) of each rank's part into its
@@ -7,9 +8,13 @@
 //   then                      postscale (Average folded in: postscale / size) in place
 //
 // The output holds a whole padded slot (what NCCL writes); the shape counts this rank's rows.
-// The staging buffer is kept per device and grown when needed (first touch is not free).
-#include <map>
-#include <mutex>
+// The staging buffer is taken per call in kolo's stream's order and given back in it right
+// after the reduce-scatter is enqueued (device_ops.h, "Memory"): the device's pool hands it to
+// the next call on the stream without a cudaMalloc (it may return it to the system at a
+// synchronization, by the pool's release threshold, which kolo leaves as the application set
+// it), and no buffer is shared between Responses that the host would have to wait for before
+// growing it.
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -43,28 +48,54 @@ std::string DeviceReductionRefusal(DataType dtype, ReduceOp op) {
 
 namespace {
 
-// The staging buffer of `device`, at least `bytes` long; the lock is held while it is used.
-StatusOr<void*> Staging(int device, size_t bytes) {
-  static auto* buffers = new std::map<int, std::pair<void*, size_t>>();
-  auto& [buf, size] = (*buffers)[device];
-  if (size < bytes) {
-    FreeDeviceMemory(device, buf);
-    buf = nullptr;
-    size = 0;
-    KOLO_ASSIGN_OR_RETURN(buf, AllocateDeviceMemory(device, bytes));
-    size = bytes;
+// The enqueues of DeviceReducescatter once its arguments are checked. The staging copy, when
+// one is needed, goes to *staging, which the caller releases after the last enqueue.
+Status EnqueueReducescatter(Communicator& comm, int device, cudaStream_t stream,
+                            const void* input, const std::vector<size_t>& counts, DataType dtype,
+                            ReduceOp op, double prescale, double postscale,
+                            DeviceOpResult* result, std::unique_ptr<void, BufferFree>* staging) {
+  const int size = comm.Size(), rank = comm.Rank();
+  CudaDeviceScope scope(device);
+  const ReducescatterPlan plan = PlanReducescatter(counts);
+  const size_t es = DataTypeSize(dtype);
+  KOLO_ASSIGN_OR_RETURN(result->output.data,
+                        AllocateForKoloStream(device, stream, plan.padded * es));
+  const void* send = input;
+  if (plan.staged || prescale != 1.0) {
+    const size_t staged_bytes = static_cast<size_t>(size) * plan.padded * es;
+    KOLO_ASSIGN_OR_RETURN(*staging, AllocateForKoloStream(device, stream, staged_bytes));
+    void* staged = staging->get();
+    if (plan.staged) {
+      // The padding is reduced too (and dropped): zeros keep it from reading stale memory.
+      KOLO_CUDA_CALL(cudaMemsetAsync(staged, 0, staged_bytes, stream));
+    }
+    std::vector<DeviceSegment> parts;
+    for (int r = 0; r < size; ++r) {
+      parts.push_back({static_cast<const char*>(input) + plan.offsets[r] * es,
+                       static_cast<char*>(staged) + plan.Slot(r) * es, counts[r]});
+    }
+    KOLO_RETURN_IF_ERROR(BatchedScaleCopy(parts, dtype, prescale, stream)
+                             .AddContext("staging the parts for ncclReduceScatter"));
+    send = staged;
   }
-  return buf;
+  KOLO_RETURN_IF_ERROR(EnqueueNcclReduceScatter(comm, device, send, result->output.data.get(),
+                                                plan.padded, dtype, ReduceOp::kSum)
+                           .AddContext("NCCL reduce-scatter"));
+  const double post = op == ReduceOp::kAverage ? postscale / size : postscale;
+  if (post != 1.0 && counts[rank] > 0) {
+    void* mine = result->output.data.get();
+    KOLO_RETURN_IF_ERROR(BatchedScaleCopy({{mine, mine, counts[rank]}}, dtype, post, stream)
+                             .AddContext("postscale"));
+  }
+  return Status::OK();
 }
-
-std::mutex g_staging_mu;
 
 }  // namespace
 
-StatusOr<OutputBuffer> DeviceReducescatter(Communicator& comm, int device, const void* input,
-                                           const std::vector<size_t>& counts, DataType dtype,
-                                           ReduceOp op, double prescale, double postscale,
-                                           void* ready_event) {
+Status DeviceReducescatter(Communicator& comm, int device, const void* input,
+                           const std::vector<size_t>& counts, DataType dtype, ReduceOp op,
+                           double prescale, double postscale, void* ready_event,
+                           DeviceOpResult* result) {
   if (std::string why = DeviceReductionRefusal(dtype, op); !why.empty()) {
     DestroyReadyEvent(ready_event);
     return InvalidArgumentError(why);
@@ -73,53 +104,31 @@ StatusOr<OutputBuffer> DeviceReducescatter(Communicator& comm, int device, const
     DestroyReadyEvent(ready_event);
     return InvalidArgumentError("reducescatter takes Sum or Average only");
   }
-  const int size = comm.Size(), rank = comm.Rank();
-  if (counts.size() != static_cast<size_t>(size)) {
+  if (counts.size() != static_cast<size_t>(comm.Size())) {
     DestroyReadyEvent(ready_event);
-    return InternalError(std::to_string(counts.size()) + " parts for " + std::to_string(size) +
-                         " ranks");
+    return InternalError(std::to_string(counts.size()) + " parts for " +
+                         std::to_string(comm.Size()) + " ranks");
   }
   KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
-  CudaDeviceScope scope(device);
-  const ReducescatterPlan plan = PlanReducescatter(counts);
-  const size_t es = DataTypeSize(dtype);
-  KOLO_ASSIGN_OR_RETURN(OutputBuffer out, DeviceOutput(device, plan.padded * es));
-
-  std::lock_guard<std::mutex> lock(g_staging_mu);
-  const void* send = input;
-  if (plan.staged || prescale != 1.0) {
-    const size_t staged_bytes = static_cast<size_t>(size) * plan.padded * es;
-    KOLO_ASSIGN_OR_RETURN(void* staging, Staging(device, staged_bytes));
-    if (plan.staged) {
-      // The padding is reduced too (and dropped): zeros keep it from reading stale memory.
-      KOLO_CUDA_CALL(cudaMemsetAsync(staging, 0, staged_bytes, stream));
-    }
-    std::vector<DeviceSegment> parts;
-    for (int r = 0; r < size; ++r) {
-      parts.push_back({static_cast<const char*>(input) + plan.offsets[r] * es,
-                       static_cast<char*>(staging) + plan.Slot(r) * es, counts[r]});
-    }
-    KOLO_RETURN_IF_ERROR(BatchedScaleCopy(parts, dtype, prescale, stream)
-                             .AddContext("staging the parts for ncclReduceScatter"));
-    send = staging;
+  std::unique_ptr<void, BufferFree> staging;
+  Status enqueued = EnqueueReducescatter(comm, device, stream, input, counts, dtype, op, prescale,
+                                         postscale, result, &staging);
+  // Past the last enqueue that reads the staging copy, whatever failed: memory taken in the
+  // stream's order goes back in it now (the stream keeps it until the reduce-scatter has read
+  // it); cudaMalloc'd staging stays with the result until the work is done (device_ops.h).
+  if (staging && staging.get_deleter().stream_ordered) {
+    ReleaseAfterKoloStream(device, std::move(staging));
+  } else {
+    result->staging = std::move(staging);
   }
-  KOLO_RETURN_IF_ERROR(EnqueueNcclReduceScatter(comm, device, send, out.data.get(), plan.padded,
-                                                dtype, ReduceOp::kSum));
-  const double post = op == ReduceOp::kAverage ? postscale / size : postscale;
-  if (post != 1.0 && counts[rank] > 0) {
-    void* mine = out.data.get();
-    KOLO_RETURN_IF_ERROR(BatchedScaleCopy({{mine, mine, counts[rank]}}, dtype, post, stream)
-                             .AddContext("postscale"));
-  }
-  KOLO_RETURN_IF_ERROR(WaitForNccl(comm, device, stream, "NCCL reduce-scatter"));
-  return out;
+  return enqueued;
 }
 
 #else
 
-StatusOr<OutputBuffer> DeviceReducescatter(Communicator&, int device, const void*,
-                                           const std::vector<size_t>&, DataType, ReduceOp,
-                                           double, double, void* ready_event) {
+Status DeviceReducescatter(Communicator&, int device, const void*, const std::vector<size_t>&,
+                           DataType, ReduceOp, double, double, void* ready_event,
+                           DeviceOpResult*) {
   DestroyReadyEvent(ready_event);
   return UnimplementedError("tensor on cuda:" + std::to_string(device) +
                             ", but kolo was built without CUDA and NCCL");

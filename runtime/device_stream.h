@@ -1,11 +1,12 @@
-// The first step of every device operation of the runtime (device_ops.h): the device must exist
-// in this process, and kolo's stream of it waits for the tensor's ready event. Only in files
-// built with CUDA and NCCL.
+// The first steps of every device operation of the runtime (device_ops.h): the device must
+// exist in this process, kolo's stream of it waits for the tensor's ready event, and memory for
+// the work is taken in the stream's order. Only in files built with CUDA and NCCL.
 #ifndef KOLO_RUNTIME_DEVICE_STREAM_H_
 #define KOLO_RUNTIME_DEVICE_STREAM_H_
 
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
 
 #include "base/status.h"
@@ -13,6 +14,7 @@
 #include "collectives/cuda/device.h"
 #include "collectives/nccl/nccl_comm.h"
 #include "runtime/device_allreduce.h"
+#include "runtime/handle.h"
 
 namespace kolo {
 
@@ -36,12 +38,19 @@ inline StatusOr<cudaStream_t> StreamAfterReadyEvent(int device, void* ready_even
   return stream;
 }
 
-// An output of `bytes` on `device`, owned by the buffer (freed with cudaFree on that device).
-inline StatusOr<OutputBuffer> DeviceOutput(int device, size_t bytes) {
+// `bytes` on `device` for work on kolo's `stream` of it, owned by the returned pointer: from
+// the stream-ordered allocator where the device has one, else cudaMalloc (device_ops.h, "Memory",
+// says why and what each means for freeing).
+inline StatusOr<std::unique_ptr<void, BufferFree>> AllocateForKoloStream(int device,
+                                                                        cudaStream_t stream,
+                                                                        size_t bytes) {
+  auto pooled = AllocateOnStream(device, stream, bytes);
+  if (pooled.ok()) {
+    return std::unique_ptr<void, BufferFree>(*pooled, BufferFree{device, true});
+  }
+  if (pooled.status().code() != StatusCode::kUnimplemented) return pooled.status();
   KOLO_ASSIGN_OR_RETURN(void* p, AllocateDeviceMemory(device, bytes));
-  OutputBuffer out;
-  out.data = std::unique_ptr<void, OutputBuffer::Free>(p, OutputBuffer::Free{device});
-  return out;
+  return std::unique_ptr<void, BufferFree>(p, BufferFree{device, false});
 }
 
 }  // namespace kolo

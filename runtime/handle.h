@@ -16,10 +16,14 @@ namespace kolo {
 
 // Memory kolo allocates for an output whose size is known only after negotiation (allgather,
 // reducescatter, alltoall): host memory (malloc) for host tensors, memory on the tensor's CUDA
-// device (cudaMalloc) for CUDA tensors, so a binding hands the output to its framework as a
-// tensor on that device. The deleter knows which, so whoever drops the buffer frees it right.
+// device for CUDA tensors (stream-ordered where the device allows, else cudaMalloc:
+// runtime/device_ops.h), so a binding hands the output to its framework as a tensor on that
+// device. The deleter knows which, so whoever drops the buffer frees it right.
 struct BufferFree {
-  int device = -1;  // -1: host memory (std::free); >= 0: that CUDA device's (cudaFree)
+  int device = -1;  // -1: host memory (std::free); >= 0: that CUDA device's
+  // Device memory from CUDA's stream-ordered allocator (AllocateOnStream): freed after waiting
+  // for the device (FreeStreamOrderedMemory), since cudaFree would not wait for it.
+  bool stream_ordered = false;
   void operator()(void* p) const;
 };
 

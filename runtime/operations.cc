@@ -11,16 +11,17 @@
 //   from every q the rows q addressed to it, in rank order. The coordinator carries every
 //   rank's splits (a size x size matrix) in the Response; the received splits are column r.
 // barrier: negotiated like any name, then comm.Barrier() in Response order.
-// CUDA tensors of reducescatter and alltoall take the device path (runtime/device_ops.h).
+// CUDA tensors of reducescatter and alltoall take the device path (runtime/device_ops.h, run
+// from runtime_device.cc); the parts computed here are shared with it.
 #include "runtime/operations.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 
 #include "collectives/reduce.h"
-#include "runtime/device_ops.h"
 
 namespace kolo {
 namespace {
@@ -114,6 +115,50 @@ std::vector<int64_t> ResolvedSplits(const Submission& s, int size) {
   return std::vector<int64_t>(size, s.shape.empty() ? 0 : s.shape[0] / size);
 }
 
+AllgatherParts AllgatherPartsOf(const Response& response, const Request& request) {
+  const size_t row_bytes =
+      static_cast<size_t>(RowElements(request.shape)) * DataTypeSize(response.dtype);
+  AllgatherParts parts;
+  for (int64_t d : response.first_dims) {
+    parts.bytes.push_back(static_cast<size_t>(d) * row_bytes);
+    parts.rows += d;
+  }
+  return parts;
+}
+
+StatusOr<AlltoallParts> AlltoallPartsOf(const Response& response, const Request& request,
+                                        int rank, int size) {
+  const std::vector<int64_t>& m = response.splits;
+  if (m.size() != static_cast<size_t>(size) * size ||
+      request.splits.size() != static_cast<size_t>(size) ||
+      !std::equal(request.splits.begin(), request.splits.end(), m.begin() + rank * size)) {
+    return InternalError("the coordinator's splits disagree with rank " + std::to_string(rank) +
+                         "'s");
+  }
+  const size_t row_bytes =
+      static_cast<size_t>(RowElements(request.shape)) * DataTypeSize(response.dtype);
+  AlltoallParts parts;
+  parts.send_bytes.resize(size);
+  parts.recv_bytes.resize(size);
+  parts.received.resize(size);
+  for (int q = 0; q < size; ++q) {
+    parts.send_bytes[q] = static_cast<size_t>(m[rank * size + q]) * row_bytes;
+    parts.received[q] = m[q * size + rank];
+    parts.recv_bytes[q] = static_cast<size_t>(parts.received[q]) * row_bytes;
+    parts.rows += parts.received[q];  // bounded by the coordinator
+  }
+  return parts;
+}
+
+std::vector<size_t> ReducescatterCounts(const std::vector<int64_t>& shape, int size) {
+  const size_t row = static_cast<size_t>(RowElements(shape));
+  std::vector<size_t> counts(size);
+  for (int r = 0; r < size; ++r) {
+    counts[r] = static_cast<size_t>(ReducescatterShare(shape[0], r, size)) * row;
+  }
+  return counts;
+}
+
 Status Runtime::ExecuteReducescatter(const Response& response, TensorEntry& entry) {
   const std::string what = "reducescatter '" + entry.request.name + "'";
   const std::vector<int64_t>& shape = entry.request.shape;
@@ -121,26 +166,9 @@ Status Runtime::ExecuteReducescatter(const Response& response, TensorEntry& entr
   const DataType dtype = response.dtype;
   const bool half = IsHalf(dtype);
   const DataType wire = half ? DataType::kFloat32 : dtype;
-  const size_t row = static_cast<size_t>(RowElements(shape));
   const size_t total = static_cast<size_t>(NumElements(shape));
-  std::vector<size_t> counts(size);
-  for (int r = 0; r < size; ++r) {
-    counts[r] = static_cast<size_t>(ReducescatterShare(shape[0], r, size)) * row;
-  }
+  const std::vector<size_t> counts = ReducescatterCounts(shape, size);
   const size_t mine = counts[rank];
-  if (response.device >= 0) {
-    void* ready = entry.ready_event;
-    entry.ready_event = nullptr;
-    auto reduced = DeviceReducescatter(*data_, entry.request.device, entry.input, counts, dtype,
-                                       response.reduce_op, response.prescale, response.postscale,
-                                       ready);
-    if (!reduced.ok()) return Status(reduced.status()).AddContext(what);
-    reduced->shape = shape;
-    reduced->shape[0] = ReducescatterShare(shape[0], rank, size);
-    entry.handle->output() = std::move(*reduced);
-    return Status::OK();
-  }
-
   OutputBuffer out;
   out.data.reset(std::malloc(mine ? mine * DataTypeSize(dtype) : 1));
   // Prescaled (or widened) input, and the float32 result of a 16-bit type.
@@ -187,46 +215,22 @@ Status Runtime::ExecuteReducescatter(const Response& response, TensorEntry& entr
 
 Status Runtime::ExecuteAlltoall(const Response& response, TensorEntry& entry) {
   const std::string what = "alltoall '" + entry.request.name + "'";
-  const int n = data_->Size(), me = data_->Rank();
-  const std::vector<int64_t>& m = response.splits;
-  if (m.size() != static_cast<size_t>(n) * n ||
-      !std::equal(entry.request.splits.begin(), entry.request.splits.end(), m.begin() + me * n) ||
-      entry.request.splits.size() != static_cast<size_t>(n)) {
-    return InternalError(what + ": the coordinator's splits disagree with rank " +
-                         std::to_string(me) + "'s");
-  }
-  const size_t row_bytes =
-      static_cast<size_t>(RowElements(entry.request.shape)) * DataTypeSize(response.dtype);
-  std::vector<size_t> send_bytes(n), recv_bytes(n);
-  std::vector<int64_t> received(n);
-  int64_t rows = 0;
-  for (int q = 0; q < n; ++q) {
-    send_bytes[q] = static_cast<size_t>(m[me * n + q]) * row_bytes;
-    received[q] = m[q * n + me];
-    recv_bytes[q] = static_cast<size_t>(received[q]) * row_bytes;
-    rows += received[q];  // bounded by the coordinator
-  }
+  auto parts = AlltoallPartsOf(response, entry.request, data_->Rank(), data_->Size());
+  if (!parts.ok()) return Status(parts.status()).AddContext(what);
+  const size_t total = std::accumulate(parts->recv_bytes.begin(), parts->recv_bytes.end(),
+                                       size_t{0});
   OutputBuffer out;
-  const size_t total = static_cast<size_t>(rows) * row_bytes;
-  if (response.device >= 0) {
-    void* ready = entry.ready_event;
-    entry.ready_event = nullptr;
-    auto exchanged = DeviceAlltoall(*data_, entry.request.device, entry.input, send_bytes, recv_bytes,
-                                    ready);
-    if (!exchanged.ok()) return Status(exchanged.status()).AddContext(what);
-    out = std::move(*exchanged);
-  } else {
-    out.data.reset(std::malloc(total ? total : 1));
-    if (!out.data) {
-      return ResourceExhaustedError(what + ": cannot allocate " + std::to_string(total) +
-                                    " bytes for the output");
-    }
-    Status s = collectives_.Alltoallv(*data_, entry.input, send_bytes, out.data.get(), recv_bytes);
-    if (!s.ok()) return s.AddContext(what);
+  out.data.reset(std::malloc(total ? total : 1));
+  if (!out.data) {
+    return ResourceExhaustedError(what + ": cannot allocate " + std::to_string(total) +
+                                  " bytes for the output");
   }
+  Status s = collectives_.Alltoallv(*data_, entry.input, parts->send_bytes, out.data.get(),
+                                    parts->recv_bytes);
+  if (!s.ok()) return s.AddContext(what);
   out.shape = entry.request.shape;
-  out.shape[0] = rows;
-  out.splits = std::move(received);
+  out.shape[0] = parts->rows;
+  out.splits = std::move(parts->received);
   entry.handle->output() = std::move(out);
   return Status::OK();
 }

@@ -1,6 +1,6 @@
 // Submission checks and helpers of the operations beyond allreduce/allgather/broadcast:
-// reducescatter, alltoall and barrier (their Execute functions are in operations.cc too), and
-// join (runtime/join.cc).
+// reducescatter, alltoall and barrier (their host Execute functions are in operations.cc too),
+// the parts of the operations whose output kolo allocates, and join (runtime/join.cc).
 #ifndef KOLO_RUNTIME_OPERATIONS_H_
 #define KOLO_RUNTIME_OPERATIONS_H_
 
@@ -23,6 +23,29 @@ int64_t ReducescatterShare(int64_t rows, int rank, int size);
 // An alltoall's splits with the empty "equal split" filled in (call after a successful
 // ValidateOperation).
 std::vector<int64_t> ResolvedSplits(const Submission& s, int size);
+
+// Where the parts of the operations whose output kolo allocates go, from a Response and this
+// rank's Request: shared by their host paths (runtime.cc, operations.cc) and device paths
+// (runtime_device.cc).
+struct AllgatherParts {
+  std::vector<size_t> bytes;  // rank r's part, in bytes
+  int64_t rows = 0;           // the output's first dimension
+};
+AllgatherParts AllgatherPartsOf(const Response& response, const Request& request);
+
+struct AlltoallParts {
+  std::vector<size_t> send_bytes;  // to rank q
+  std::vector<size_t> recv_bytes;  // from rank q
+  std::vector<int64_t> received;   // rows from rank q (the output's splits)
+  int64_t rows = 0;                // the output's first dimension
+};
+// kInternal when the coordinator's splits disagree with this rank's own.
+StatusOr<AlltoallParts> AlltoallPartsOf(const Response& response, const Request& request,
+                                        int rank, int size);
+
+// Elements of the reduction each rank receives: its ReducescatterShare of the rows, times the
+// row.
+std::vector<size_t> ReducescatterCounts(const std::vector<int64_t>& shape, int size);
 
 // Writes `count` copies of the identity of `op` over `dtype` to dst: 0 for Sum and Average,
 // the largest value (+inf for floating dtypes) for Min, the lowest (-inf) for Max, 1 for

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <optional>
 
 #include "base/logging.h"
@@ -550,6 +551,10 @@ void Runtime::Execute(const Response& response) {
       ExecuteAllreduce(response, entries);
       return;
     case ResponseType::kAllgather:
+      if (response.device >= 0) {
+        ExecuteDeviceOutputOp(response, std::move(entries[0]));
+        return;
+      }
       Finish(entries[0], ExecuteAllgather(response, entries[0]));
       return;
     case ResponseType::kBroadcast:
@@ -560,9 +565,17 @@ void Runtime::Execute(const Response& response) {
       Finish(entries[0], ExecuteBroadcast(response, entries[0]));
       return;
     case ResponseType::kReducescatter:
+      if (response.device >= 0) {
+        ExecuteDeviceOutputOp(response, std::move(entries[0]));
+        return;
+      }
       Finish(entries[0], ExecuteReducescatter(response, entries[0]));
       return;
     case ResponseType::kAlltoall:
+      if (response.device >= 0) {
+        ExecuteDeviceOutputOp(response, std::move(entries[0]));
+        return;
+      }
       Finish(entries[0], ExecuteAlltoall(response, entries[0]));
       return;
     case ResponseType::kBarrier: {
@@ -679,39 +692,19 @@ void Runtime::Finish(TensorEntry& entry, Status status) {
 }
 
 Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
-  const std::vector<int64_t>& shape = entry.request.shape;
-  int64_t row = 1;
-  for (size_t i = 1; i < shape.size(); ++i) row *= shape[i];
-  const size_t row_bytes = static_cast<size_t>(row) * DataTypeSize(response.dtype);
-  std::vector<size_t> recv_bytes;
-  int64_t rows = 0;
-  for (int64_t d : response.first_dims) {
-    recv_bytes.push_back(static_cast<size_t>(d) * row_bytes);
-    rows += d;
-  }
-  const size_t total = static_cast<size_t>(rows) * row_bytes;
+  const AllgatherParts parts = AllgatherPartsOf(response, entry.request);
+  const size_t total = std::accumulate(parts.bytes.begin(), parts.bytes.end(), size_t{0});
   OutputBuffer out;
-  if (response.device >= 0) {
-    void* ready = entry.ready_event;
-    entry.ready_event = nullptr;
-    auto gathered =
-        DeviceAllgather(*data_, entry.request.device, entry.input, recv_bytes, ready);
-    if (!gathered.ok()) {
-      return Status(gathered.status()).AddContext("allgather '" + entry.request.name + "'");
-    }
-    out = std::move(*gathered);
-  } else {
-    out.data.reset(std::malloc(total ? total : 1));
-    if (!out.data) {
-      return ResourceExhaustedError("allgather '" + entry.request.name + "': cannot allocate " +
-                                    std::to_string(total) + " bytes for the output");
-    }
-    Status s = collectives_.Allgatherv(*data_, entry.input, recv_bytes[layout_.rank],
-                                       out.data.get(), recv_bytes);
-    if (!s.ok()) return s.AddContext("allgather '" + entry.request.name + "'");
+  out.data.reset(std::malloc(total ? total : 1));
+  if (!out.data) {
+    return ResourceExhaustedError("allgather '" + entry.request.name + "': cannot allocate " +
+                                  std::to_string(total) + " bytes for the output");
   }
-  out.shape = shape;
-  out.shape[0] = rows;
+  Status s = collectives_.Allgatherv(*data_, entry.input, parts.bytes[layout_.rank],
+                                     out.data.get(), parts.bytes);
+  if (!s.ok()) return s.AddContext("allgather '" + entry.request.name + "'");
+  out.shape = entry.request.shape;
+  out.shape[0] = parts.rows;
   entry.handle->output() = std::move(out);
   return Status::OK();
 }

@@ -163,6 +163,9 @@ class Runtime {
   void FinishAllreduceOnDevice(const Response& response, int device,
                                std::vector<TensorEntry> entries, Status enqueued);
   void ExecuteDeviceBroadcast(const Response& response, TensorEntry entry);
+  // Allgather, alltoall and reducescatter of a CUDA tensor (runtime/device_ops.h): the output
+  // kolo allocates goes to the handle in the finaliser's callback, once the GPU has written it.
+  void ExecuteDeviceOutputOp(const Response& response, TensorEntry entry);
   void CompleteOnDevice(int device, Status enqueued, Finaliser::Callback finish);
   // True for the Responses whose completion the finaliser owns (their timeline spans end
   // there, in TensorFinished).

@@ -1,23 +1,39 @@
-// The runtime's CUDA-tensor Responses after their work is enqueued: the handles complete on the
-// finaliser's thread once kolo's stream has done the work (runtime/device_finaliser.h), so the
-// background thread goes on negotiating meanwhile.
+// The runtime's CUDA-tensor Responses (allreduce, broadcast, allgather, alltoall, reducescatter)
+// after their work is enqueued: the handles complete on the finaliser's thread once kolo's
+// stream has done the work (runtime/device_finaliser.h), so the background thread goes on
+// negotiating meanwhile instead of waiting for the GPU. An output kolo allocates is set on its
+// handle there too, just before the handle completes, and the timeline spans of these
+// Responses end there (Finish: TensorFinished), not when Execute returns.
 //
 // Order: every device Response goes through the one finaliser, failures included, so the
 // handles of device work complete in the order the Responses ran on every rank. Host Responses
 // still complete on the background thread as they run, so a host handle may complete before a
 // device handle of an earlier Response; each handle's own completion still follows its work.
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "collectives/cuda/device.h"
 #include "runtime/device_finaliser.h"
+#include "runtime/device_ops.h"
+#include "runtime/operations.h"
 #include "runtime/runtime.h"
 
 namespace kolo {
 
 bool Runtime::CompletesOnDevice(const Response& response) {
-  return response.device >= 0 &&
-         (response.type == ResponseType::kAllreduce || response.type == ResponseType::kBroadcast);
+  if (response.device < 0) return false;
+  switch (response.type) {
+    case ResponseType::kAllreduce:
+    case ResponseType::kBroadcast:
+    case ResponseType::kAllgather:
+    case ResponseType::kAlltoall:
+    case ResponseType::kReducescatter:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void Runtime::CompleteOnDevice(int device, Status enqueued, Finaliser::Callback finish) {
@@ -61,6 +77,68 @@ void Runtime::ExecuteDeviceBroadcast(const Response& response, TensorEntry entry
   CompleteOnDevice(device, std::move(enqueued), [this, taken](Status status) {
     if (!status.ok()) status.AddContext("broadcast '" + taken->request.name + "'");
     Finish(*taken, std::move(status));
+  });
+}
+
+void Runtime::ExecuteDeviceOutputOp(const Response& response, TensorEntry entry) {
+  const std::string what =
+      std::string(OpTypeName(entry.request.op)) + " '" + entry.request.name + "'";
+  const int device = entry.request.device;  // this rank's: ranks agree on the kind only
+  const int rank = data_->Rank(), size = data_->Size();
+  void* ready = entry.ready_event;
+  entry.ready_event = nullptr;
+  // Shared with the callback: the output must outlive the work that writes it, failed or not.
+  auto result = std::make_shared<DeviceOpResult>();
+  std::vector<int64_t> shape = entry.request.shape;
+  Status enqueued;
+  switch (response.type) {
+    case ResponseType::kAllgather: {
+      const AllgatherParts parts = AllgatherPartsOf(response, entry.request);
+      enqueued = DeviceAllgather(*data_, device, entry.input, parts.bytes, ready, result.get());
+      shape[0] = parts.rows;
+      break;
+    }
+    case ResponseType::kAlltoall: {
+      auto parts = AlltoallPartsOf(response, entry.request, rank, size);
+      if (!parts.ok()) {
+        DestroyReadyEvent(ready);
+        enqueued = parts.status();
+        break;
+      }
+      enqueued = DeviceAlltoall(*data_, device, entry.input, parts->send_bytes,
+                                parts->recv_bytes, ready, result.get());
+      shape[0] = parts->rows;
+      result->output.splits = std::move(parts->received);
+      break;
+    }
+    case ResponseType::kReducescatter:
+      enqueued = DeviceReducescatter(*data_, device, entry.input,
+                                     ReducescatterCounts(shape, size), response.dtype,
+                                     response.reduce_op, response.prescale, response.postscale,
+                                     ready, result.get());
+      shape[0] = ReducescatterShare(shape[0], rank, size);
+      break;
+    default:
+      DestroyReadyEvent(ready);
+      enqueued = InternalError("not an operation whose output kolo allocates");
+      break;
+  }
+  result->output.shape = std::move(shape);
+  auto taken = std::make_shared<TensorEntry>(std::move(entry));
+  CompleteOnDevice(device, std::move(enqueued), [this, taken, result, device, what](Status s) {
+    if (!s.ok()) s.AddContext(what);
+    // The output goes to a handle someone can still read it from. A failed operation's output
+    // is never handed out, nor one whose handle nobody but this callback holds any more (its
+    // caller dropped it unwaited; no one can get it back): either goes back in kolo's stream's
+    // order, behind whatever of the work may still be draining after an abort, instead of
+    // through its deleter, whose wait for the device would block this thread (device_ops.h).
+    if (s.ok() && taken->handle.use_count() > 1) {
+      taken->handle->output() = std::move(result->output);
+    } else {
+      ReleaseAfterKoloStream(device, std::move(result->output.data));
+    }
+    ReleaseAfterKoloStream(device, std::move(result->staging));
+    Finish(*taken, std::move(s));
   });
 }
 

@@ -75,7 +75,66 @@ void FreeDeviceMemory(int device, void* p) {
   if (previous >= 0) cudaSetDevice(previous);
 }
 
+StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes) {
+  std::string why;
+  if (CudaDeviceCount(&why) <= device || device < 0) {
+    return FailedPreconditionError("cuda:" + std::to_string(device) +
+                                   ": this process has no such CUDA device" +
+                                   (why.empty() ? "" : " (" + why + ")"));
+  }
+  int pools = 0;
+  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess) {
+    cudaGetLastError();
+    pools = 0;
+  }
+  if (!pools) {
+    return UnimplementedError("cuda:" + std::to_string(device) +
+                              " has no stream-ordered allocator");
+  }
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  cudaSetDevice(device);
+  void* p = nullptr;
+  const cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 1, static_cast<cudaStream_t>(stream));
+  if (previous >= 0) cudaSetDevice(previous);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return ResourceExhaustedError("cudaMallocAsync of " + std::to_string(bytes) +
+                                  " bytes on cuda:" + std::to_string(device) +
+                                  " failed: " + cudaGetErrorString(e));
+  }
+  return p;
+}
+
+void FreeOnStream(int device, void* stream, void* p) {
+  if (p == nullptr) return;
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  cudaSetDevice(device);
+  cudaFreeAsync(p, static_cast<cudaStream_t>(stream));
+  if (previous >= 0) cudaSetDevice(previous);
+}
+
+void FreeStreamOrderedMemory(int device, void* p) {
+  if (p == nullptr) return;
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  cudaSetDevice(device);
+  cudaDeviceSynchronize();
+  cudaFree(p);
+  if (previous >= 0) cudaSetDevice(previous);
+}
+
 #else
+
+StatusOr<void*> AllocateOnStream(int device, void*, size_t) {
+  return UnimplementedError("cuda:" + std::to_string(device) +
+                            ": kolo was built without CUDA");
+}
+
+void FreeOnStream(int, void*, void*) {}
+
+void FreeStreamOrderedMemory(int, void*) {}
 
 StatusOr<void*> AllocateDeviceMemory(int device, size_t) {
   return UnimplementedError("cuda:" + std::to_string(device) +

@@ -34,6 +34,23 @@ StatusOr<void*> AllocateDeviceMemory(int device, size_t bytes);
 // thread). A no-op for nullptr. cudaFree waits for the device's work using the memory.
 void FreeDeviceMemory(int device, void* p);
 
+// Memory for kolo's own streams, from CUDA's stream-ordered allocator (cudaMallocAsync from the
+// device's default pool), which neither allocation nor release synchronizes: `bytes` (at least
+// 1) on `device`, usable by work enqueued on `stream` (a cudaStream_t of that device) after this
+// call, and by anything else once the host has seen such work finish. kUnimplemented where the
+// device has no stream-ordered allocator (cudaDevAttrMemoryPoolsSupported is 0: some
+// virtualised GPUs), so the caller can fall back to AllocateDeviceMemory; kResourceExhausted
+// as AllocateDeviceMemory.
+StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes);
+// Gives memory from AllocateOnStream back once `stream` gets there (cudaFreeAsync): for memory
+// whose every use so far was enqueued on `stream` or has finished. Never waits. Any thread.
+void FreeOnStream(int device, void* stream, void* p);
+// Frees memory from AllocateOnStream whose last uses kolo cannot see (an output handed to a
+// framework, whose kernels may still be queued on it): waits for the device first
+// (cudaDeviceSynchronize), as cudaFree does implicitly for cudaMalloc'd memory but not for
+// stream-ordered memory (CUDA's cudaFree documentation). A no-op for nullptr.
+void FreeStreamOrderedMemory(int device, void* p);
+
 }  // namespace kolo
 
 #endif  // KOLO_COLLECTIVES_CUDA_DEVICE_H_

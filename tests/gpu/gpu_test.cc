@@ -453,7 +453,9 @@ TEST(GpuRuntime, AllgatherWaitsForTheFrameworksStream) {
 // Unequal parts need two ranks, and NCCL wants a GPU per rank: two threads, rank r on cuda:r,
 // calling the runtime's device functions directly (the runtime's negotiation makes every
 // submitter name the same device, so it cannot put two ranks of one process on two GPUs).
-// Rank-unique inputs; references computed from every rank's known input.
+// Those functions only enqueue (the runtime leaves the wait to its finaliser): each thread
+// waits for its own device before reading. Rank-unique inputs; references computed from every
+// rank's known input.
 TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
   KOLO_SKIP_WITHOUT_GPU();
   if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
@@ -473,16 +475,18 @@ TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
     std::vector<uint8_t> bytes(mine.size() * 4);
     std::memcpy(bytes.data(), mine.data(), bytes.size());
     void* d = ToDevice(bytes);
-    auto g = DeviceAllgather(comm, me, d, {rows[0] * 8, rows[1] * 8}, nullptr);
-    ASSERT_TRUE(g.ok()) << g.status().ToString();
-    ExpectOnDevice(*g, me);
+    DeviceOpResult g;
+    const Status gs = DeviceAllgather(comm, me, d, {rows[0] * 8, rows[1] * 8}, nullptr, &g);
+    ASSERT_TRUE(gs.ok()) << gs.ToString();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the calls only enqueue
+    ExpectOnDevice(g.output, me);
     std::vector<float> want;
     for (int r = 0; r < 2; ++r) {
       auto part = input(r, rows[r] * 2);
       want.insert(want.end(), part.begin(), part.end());
     }
     std::vector<float> got(want.size());
-    cudaMemcpy(got.data(), g->data.get(), got.size() * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(got.data(), g.output.data.get(), got.size() * 4, cudaMemcpyDeviceToHost);
     EXPECT_EQ(got, want);
     cudaFree(d);
 
@@ -494,9 +498,11 @@ TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
     std::vector<uint8_t> ob(out_mine.size() * 4);
     std::memcpy(ob.data(), out_mine.data(), ob.size());
     d = ToDevice(ob);
-    auto t = DeviceAlltoall(comm, me, d, send, recv, nullptr);
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    ExpectOnDevice(*t, me);
+    DeviceOpResult t;
+    const Status ts = DeviceAlltoall(comm, me, d, send, recv, nullptr, &t);
+    ASSERT_TRUE(ts.ok()) << ts.ToString();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ExpectOnDevice(t.output, me);
     std::vector<float> want_t;
     for (int q = 0; q < 2; ++q) {
       auto in_q = input(q, static_cast<size_t>(q) + 3);
@@ -505,7 +511,7 @@ TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
       want_t.insert(want_t.end(), in_q.begin() + from, in_q.begin() + from + n);
     }
     std::vector<float> got_t(want_t.size());
-    cudaMemcpy(got_t.data(), t->data.get(), got_t.size() * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(got_t.data(), t.output.data.get(), got_t.size() * 4, cudaMemcpyDeviceToHost);
     EXPECT_EQ(got_t, want_t);
     cudaFree(d);
 
@@ -516,12 +522,15 @@ TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
     std::vector<uint8_t> rb(rs.size() * 4);
     std::memcpy(rb.data(), rs.data(), rb.size());
     d = ToDevice(rb);
-    auto r = DeviceReducescatter(comm, me, d, counts, f32, ReduceOp::kAverage, 2.0, 1.0, nullptr);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ExpectOnDevice(*r, me);
+    DeviceOpResult r;
+    const Status rs_status =
+        DeviceReducescatter(comm, me, d, counts, f32, ReduceOp::kAverage, 2.0, 1.0, nullptr, &r);
+    ASSERT_TRUE(rs_status.ok()) << rs_status.ToString();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ExpectOnDevice(r.output, me);
     const size_t start = me == 0 ? 0 : 9;
     std::vector<float> got_r(counts[me]), want_r(counts[me]);
-    cudaMemcpy(got_r.data(), r->data.get(), got_r.size() * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(got_r.data(), r.output.data.get(), got_r.size() * 4, cudaMemcpyDeviceToHost);
     for (size_t i = 0; i < counts[me]; ++i) {
       want_r[i] = (input(0, 15)[start + i] * 2 + input(1, 15)[start + i] * 2) / 2;
     }

@@ -1,9 +1,10 @@
 // The runtime's handling of CUDA tensors where no GPU is needed to check it (issue 7): ranks
 // that disagree on where a tensor lives get a clear error naming it and the ranks; CUDA tensors
 // on a machine without the device fail on every rank instead of hanging (every operation, and
-// a joined rank's zeros); reductions the device path cannot do (dtypes NCCL lacks, integer
-// Average) are refused at once and their peers learn of it; host pointers are host memory. The
-// device path itself runs under the `gpu` label (tests/gpu/).
+// a joined rank's zeros), through the finaliser as real device work would, in Response order;
+// reductions the device path cannot do (dtypes NCCL lacks, integer Average) are refused at
+// once and their peers learn of it; host pointers are host memory. The device path itself runs
+// under the `gpu` label (tests/gpu/).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -266,6 +267,134 @@ TEST(RuntimeDevice, DeviceHandlesCompleteThroughTheFinaliserAndShutdownLosesNone
       if (i % 2 == 0) {
         EXPECT_FALSE(burst[r][i]->status().ok()) << "rank " << r << ": handle " << i;
       }
+    }
+  }
+}
+
+// Allgather, alltoall and reducescatter of CUDA tensors complete through the finaliser, as
+// allreduce and broadcast do, so device handles complete in the order their Responses ran:
+// broadcasts (completed by the finaliser) alternate with allgathers, and once the last
+// allgather has completed every broadcast before it has too. (Were the allgathers completed at
+// once on the background thread, they would overtake the broadcasts still in the finaliser.)
+TEST(RuntimeDevice, DeviceOutputOpsCompleteInResponseOrderWithTheOthers) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  constexpr int kPairs = 30;
+  RunRuntimes(2, FastConfig(), [&](Runtime& rt) {
+    std::vector<float> data(4, 1.0f);
+    std::vector<std::shared_ptr<Handle>> handles;
+    for (int i = 0; i < kPairs; ++i) {
+      Submission b = OnDevice(OpType::kBroadcast, "b" + std::to_string(i), data.data(),
+                              DataType::kFloat32, 0);
+      b.output = data.data();
+      auto hb = rt.Enqueue(b);
+      auto hg = rt.Enqueue(OnDevice(OpType::kAllgather, "g" + std::to_string(i), data.data(),
+                                    DataType::kFloat32, 0));
+      ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+      ASSERT_TRUE(hg.ok()) << hg.status().ToString();
+      handles.push_back(*hb);
+      handles.push_back(*hg);
+    }
+    (void)WaitFor(*handles.back());
+    for (size_t i = 0; i < handles.size(); ++i) {
+      ASSERT_TRUE(handles[i]->Poll()) << "handle " << i << " ("
+                                      << (i % 2 ? "allgather" : "broadcast")
+                                      << ") overtaken by the last allgather";
+      const Status& s = handles[i]->status();
+      EXPECT_FALSE(s.ok());
+      EXPECT_TRUE(Has(s.message(), (i % 2 ? "allgather 'g" : "broadcast 'b") +
+                                       std::to_string(i / 2) + "'"))
+          << s.message();
+      EXPECT_TRUE(Has(s.message(), "cuda:0")) << s.message();
+      EXPECT_FALSE(handles[i]->output().data);
+    }
+  });
+}
+
+// Each rank on its own GPU (cuda:rank), with the parts that need the most arithmetic: 5 rows
+// reduce-scattered over 3 ranks with Average and a prescale (the padded, staged path), and an
+// alltoall with unequal splits. Each rank fails through the finaliser naming the operation,
+// the tensor and its own device, none hangs, and the same operations on host memory then give
+// the right values (the parts shared by both paths are right).
+TEST(RuntimeDevice, DeviceOutputOpsRunOnEachRanksOwnDevice) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  RunRuntimes(3, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    std::vector<float> in(15);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(rank * 100 + i);
+    auto submit = [&](OpType op, const std::string& name, int device) {
+      Submission s = OnDevice(op, name, in.data(), DataType::kFloat32, device);
+      s.shape = {5, 3};
+      if (op == OpType::kReducescatter) {
+        s.reduce_op = ReduceOp::kAverage;
+        s.prescale = 2.0;
+      }
+      if (op == OpType::kAlltoall) s.splits = {1, 0, 4};
+      return rt.Enqueue(s);
+    };
+    const std::string own = "cuda:" + std::to_string(rank);
+    for (OpType op : {OpType::kReducescatter, OpType::kAlltoall, OpType::kAllgather}) {
+      const std::string name = "own_" + std::string(OpTypeName(op));
+      auto h = submit(op, name, rank);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      const Status s = WaitFor(**h);
+      EXPECT_FALSE(s.ok()) << name;
+      EXPECT_TRUE(Has(s.message(), std::string(OpTypeName(op)) + " '" + name + "'"))
+          << s.message();
+      EXPECT_TRUE(Has(s.message(), own)) << s.message();
+      EXPECT_FALSE(Has(s.message(), "mismatch")) << s.message();
+      EXPECT_FALSE((*h)->output().data);
+    }
+    // Host memory: rank r keeps rows [0,2), [2,4), [4,5) of (2 * sum over ranks) / 3.
+    auto rs = submit(OpType::kReducescatter, "host_rs", -1);
+    ASSERT_TRUE(rs.ok()) << rs.status().ToString();
+    ASSERT_TRUE(WaitFor(**rs).ok()) << (*rs)->status().ToString();
+    const int64_t first_row = rank == 0 ? 0 : rank == 1 ? 2 : 4;
+    const OutputBuffer& out = (*rs)->output();
+    ASSERT_EQ(out.shape, (std::vector<int64_t>{rank == 2 ? 1 : 2, 3}));
+    const float* got = static_cast<const float*>(out.data.get());
+    for (int64_t i = 0; i < out.shape[0] * 3; ++i) {
+      const float sum = static_cast<float>(300 + 3 * (first_row * 3 + i));
+      EXPECT_NEAR(got[i], 2.0f * sum / 3.0f, 1e-3) << "element " << i;
+    }
+    auto a2a = submit(OpType::kAlltoall, "host_a2a", -1);
+    ASSERT_TRUE(a2a.ok()) << a2a.status().ToString();
+    ASSERT_TRUE(WaitFor(**a2a).ok()) << (*a2a)->status().ToString();
+    // Every rank sends 1 row to rank 0, none to rank 1, 4 to rank 2.
+    const std::vector<int64_t> want_splits =
+        rank == 0 ? std::vector<int64_t>{1, 1, 1}
+                  : rank == 1 ? std::vector<int64_t>{0, 0, 0} : std::vector<int64_t>{4, 4, 4};
+    EXPECT_EQ((*a2a)->output().splits, want_splits);
+  });
+}
+
+// A burst of device allgathers, alltoalls and reducescatters in flight when the runtimes shut
+// down: Shutdown completes every handle (through the finaliser, or failing what was still
+// queued), each with an error and no output.
+TEST(RuntimeDevice, DeviceOutputOpsInFlightAtShutdownAllComplete) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  constexpr int kRanks = 2;
+  constexpr int kBurst = 20;
+  std::vector<std::vector<std::shared_ptr<Handle>>> burst(kRanks);
+  std::vector<float> in(4, 1.0f);
+  RunRuntimes(kRanks, FastConfig(), [&](Runtime& rt) {
+    const int rank = rt.layout().rank;
+    for (int i = 0; i < kBurst; ++i) {
+      for (OpType op : {OpType::kAllgather, OpType::kAlltoall, OpType::kReducescatter}) {
+        auto h = rt.Enqueue(OnDevice(op, std::string(OpTypeName(op)) + std::to_string(i),
+                                     in.data(), DataType::kFloat32, rank));
+        ASSERT_TRUE(h.ok()) << h.status().ToString();
+        burst[rank].push_back(*h);
+      }
+    }
+    // Returning shuts every runtime down with the burst in flight.
+  });
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(burst[r].size(), 3u * kBurst);
+    for (size_t i = 0; i < burst[r].size(); ++i) {
+      ASSERT_TRUE(burst[r][i]->Poll()) << "rank " << r << ": handle " << i
+                                       << " not completed by Shutdown";
+      EXPECT_FALSE(burst[r][i]->status().ok()) << "rank " << r << ": handle " << i;
+      EXPECT_FALSE(burst[r][i]->output().data) << "rank " << r << ": handle " << i;
     }
   }
 }

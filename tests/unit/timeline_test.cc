@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "collectives/cuda/device.h"
 #include "runtime/trace_writer.h"
 #include "unit/thread_world.h"
 
@@ -437,6 +439,46 @@ TEST(Timeline, ErrorsAndBarriersHaveTheirRows) {
   ASSERT_TRUE(rows.count("__kolo_barrier"));
   EXPECT_EQ(rows["__kolo_barrier"].spans.count("BARRIER"), 2u);
   EXPECT_EQ(rows["__kolo_barrier"].spans.count("NEGOTIATE_BARRIER"), 2u);
+}
+
+// CUDA-tensor allgather, alltoall and reducescatter complete in the finaliser's callback, not
+// when the background thread has enqueued them: their spans end there, with the handle's
+// outcome. Without a device each fails, and its operation span is closed by that failure
+// (the error in the closing event), not left open for the final Stop to close.
+TEST(Timeline, DeviceOperationsEndTheirSpansWhenTheirHandlesComplete) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  TempPath path("device");
+  RunRuntimes(2, TimelineConfig(path.str()), [&](Runtime& rt) {
+    std::vector<float> in(4, 1.f);
+    for (OpType op : {OpType::kAllgather, OpType::kAlltoall, OpType::kReducescatter}) {
+      Submission s;
+      s.op = op;
+      s.name = "dev_" + std::string(OpTypeName(op));
+      s.input = in.data();
+      s.dtype = DataType::kFloat32;
+      s.shape = {4};
+      s.device = 0;
+      auto h = rt.Enqueue(s);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      EXPECT_FALSE(WaitFor(**h).ok());
+    }
+  });
+  auto rows = CheckWellFormed(Parse(path.str()));
+  for (const char* span : {"ALLGATHER", "ALLTOALL", "REDUCESCATTER"}) {
+    std::string name = span;
+    for (char& c : name) c = static_cast<char>(std::tolower(c));
+    const Row& row = rows["dev_" + name];
+    EXPECT_EQ(row.spans.count(span), 1u) << name << ": the operation ran";
+    bool closed_with_error = false;
+    for (const json& e : row.events) {
+      if (e["ph"] == "E" && e.contains("args") && e["args"].contains("error")) {
+        EXPECT_NE(e["args"]["error"].get<std::string>().find("cuda:0"), std::string::npos)
+            << e.dump();
+        closed_with_error = true;
+      }
+    }
+    EXPECT_TRUE(closed_with_error) << name << ": its span was not ended by its completion";
+  }
 }
 
 // The hooks in the order of a fused Response whose first tensor is submitted again before the

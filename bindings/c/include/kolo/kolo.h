@@ -474,8 +474,9 @@ KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** dat
                                           int64_t* shape);
 
 /* Where the output of kolo_handle_output lives: *device = KOLO_DEVICE_HOST (-1) for host memory,
- * n >= 0 for memory on CUDA device n (the input's device; freed by kolo_handle_free with
- * cudaFree). Errors as kolo_handle_output, KOLO_ERR_INVALID_ARGUMENT for NULL arguments. */
+ * n >= 0 for memory on CUDA device n (the input's device; freed by kolo_handle_free, which
+ * first waits for the device's work, as cudaFree does). Errors as kolo_handle_output,
+ * KOLO_ERR_INVALID_ARGUMENT for NULL arguments. */
 KOLO_API kolo_status_t kolo_handle_output_device(kolo_handle_t handle, int* device);
 
 /* The rows a completed kolo_alltoall_async received from each rank: splits[0..kolo_size())
