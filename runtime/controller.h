@@ -88,6 +88,9 @@ class Controller {
   // hit costs no name copy, and execution finds tensors by id; the timeline needs names.
   void set_name_hits(bool on) { name_hits_ = on; }
 
+  // Whether some of this rank's cache hits wait for their peers after the last Negotiate.
+  bool has_waiting_hits() const { return any_waiting_; }
+
   NegotiationStats stats() const;
   // The cycle time in force (the configured one, or the autotuned one); read by the background
   // thread that calls Negotiate.

@@ -1,5 +1,6 @@
 #include "runtime/runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -120,6 +121,13 @@ void Runtime::FailAll(const Status& status) {
 void Runtime::BackgroundLoop() {
   using Clock = std::chrono::steady_clock;
   constexpr auto kSettle = std::chrono::microseconds(5);
+  // Catching up with the peers: a rank whose cache hits still wait for its peers has nothing
+  // new to wake it, yet its peers need it in the next cycle's AND (a collective) as soon as
+  // they have submitted theirs; sleeping the whole cycle time would add up to that to their
+  // step. So while hits wait, the next cycle starts after kCatchUp, doubling each cycle that
+  // makes no progress (a peer far behind, or stalled) up to the cycle time.
+  constexpr auto kCatchUp = std::chrono::microseconds(20);
+  Clock::duration catch_up{0};
   auto cycle_start = Clock::now();
   while (true) {
     // The configured cycle time, or the autotuner's.
@@ -130,7 +138,9 @@ void Runtime::BackgroundLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       // Without KOLO_WAKE_ON_SUBMIT work_arrived_ stays false: Horovod's fixed cycle.
       auto arrived = [&] { return shutdown_requested_ || work_arrived_; };
-      wake_.wait_until(lock, cycle_start + cycle, arrived);
+      // While catching up, a sleep (its timer slack adds ~50 us) rather than a spin: the
+      // peers' submitting threads may need this core.
+      wake_.wait_until(lock, cycle_start + (catch_up.count() > 0 ? catch_up : cycle), arrived);
       // Woken by a submission: let a burst (one thread submitting a model's gradients, ~1 us
       // apart) finish first, so it is negotiated and fused as one rather than in fragments.
       // A timed wait would sleep far longer than the gaps (timer slack ~50 us), so this spins
@@ -166,6 +176,13 @@ void Runtime::BackgroundLoop() {
       KOLO_LOG_ERROR("runtime", "negotiation failed: {}", result.status().ToString());
       FailAll(UnavailableError("kolo stopped: " + result.status().message()));
       break;
+    }
+    if (config_.wake_on_submit && controller_.has_waiting_hits()) {
+      catch_up = result->responses.empty() && catch_up.count() > 0
+                     ? std::min<Clock::duration>(2 * catch_up, cycle)
+                     : Clock::duration(kCatchUp);
+    } else {
+      catch_up = Clock::duration(0);
     }
     timeline_.Negotiated(result->responses);
     for (const Response& response : result->responses) {
