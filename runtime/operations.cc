@@ -48,6 +48,19 @@ int64_t ReducescatterShare(int64_t rows, int rank, int size) {
   return rows / size + (rank < rows % size ? 1 : 0);
 }
 
+Status ValidateScaling(const Submission& s) {
+  if (s.dtype == DataType::kBool && s.reduce_op == ReduceOp::kAverage) {
+    return InvalidArgumentError(Describe(s) + ": Average is not defined for bool");
+  }
+  if (!std::isfinite(s.prescale) || !std::isfinite(s.postscale)) {
+    return InvalidArgumentError(Describe(s) + ": scale factors must be finite");
+  }
+  if (s.dtype == DataType::kBool && (s.prescale != 1.0 || s.postscale != 1.0)) {
+    return InvalidArgumentError(Describe(s) + ": scale factors must be 1 for bool");
+  }
+  return Status::OK();
+}
+
 Status ValidateOperation(const Submission& s, int size) {
   switch (s.op) {
     case OpType::kReducescatter:
@@ -59,16 +72,7 @@ Status ValidateOperation(const Submission& s, int size) {
                                     std::string(ReduceOpName(s.reduce_op)) +
                                     " is not supported (only sum and average)");
       }
-      if (s.dtype == DataType::kBool && s.reduce_op == ReduceOp::kAverage) {
-        return InvalidArgumentError(Describe(s) + ": Average is not defined for bool");
-      }
-      if (!std::isfinite(s.prescale) || !std::isfinite(s.postscale)) {
-        return InvalidArgumentError(Describe(s) + ": scale factors must be finite");
-      }
-      if (s.dtype == DataType::kBool && (s.prescale != 1.0 || s.postscale != 1.0)) {
-        return InvalidArgumentError(Describe(s) + ": scale factors must be 1 for bool");
-      }
-      return Status::OK();
+      return ValidateScaling(s);
     case OpType::kAlltoall: {
       if (s.shape.empty()) {
         return InvalidArgumentError(Describe(s) + ": alltoall needs at least one dimension");

@@ -15,6 +15,9 @@ namespace kolo {
 // The op-specific submission checks of reducescatter, alltoall and barrier (the common ones,
 // name, shape and buffers, are done by the caller).
 Status ValidateOperation(const Submission& s, int size);
+// A reduction's dtype against its op and scale factors (allreduce, reducescatter): no Average
+// of bool, finite factors, factors of 1 for bool; kInvalidArgument naming the tensor.
+Status ValidateScaling(const Submission& s);
 
 // Rows of a first dimension of `rows` that rank `rank` of `size` receives from a reducescatter:
 // Horovod's rule, rows / size each, and the first rows % size ranks one more.

@@ -54,15 +54,7 @@ Status Validate(const Submission& s, int size) {
       if (s.reduce_op == ReduceOp::kAdasum) {
         return UnimplementedError(Describe(s) + ": Adasum is not supported yet");
       }
-      if (s.dtype == DataType::kBool && s.reduce_op == ReduceOp::kAverage) {
-        return InvalidArgumentError(Describe(s) + ": Average is not defined for bool");
-      }
-      if (!std::isfinite(s.prescale) || !std::isfinite(s.postscale)) {
-        return InvalidArgumentError(Describe(s) + ": scale factors must be finite");
-      }
-      if (s.dtype == DataType::kBool && (s.prescale != 1.0 || s.postscale != 1.0)) {
-        return InvalidArgumentError(Describe(s) + ": scale factors must be 1 for bool");
-      }
+      KOLO_RETURN_IF_ERROR(ValidateScaling(s));
       break;
     case OpType::kAllgather:
       if (s.shape.empty()) {
