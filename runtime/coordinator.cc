@@ -44,6 +44,10 @@ void Coordinator::AddJoin(int rank) {
   }
   std::sort(now_ready.begin(), now_ready.end());
   for (const auto& [seq, name] : now_ready) ready_.push_back(*name);
+  // A group may have waited only for this rank's members.
+  std::vector<std::string> keys;
+  for (const auto& [key, seen] : groups_) keys.push_back(key);
+  for (const std::string& key : keys) SettleGroup(key);
 }
 
 void Coordinator::Add(const RequestList& list, int from_rank) {
@@ -81,12 +85,118 @@ void Coordinator::Add(const RequestList& list, int from_rank) {
       e.queued = true;
       ready_.push_back(req.name);
     }
+    if (!req.group.empty()) AddGroupMember(req, r);  // last: it may take `e` out of the table
+  }
+}
+
+void Coordinator::AddGroupMember(const Request& req, int rank) {
+  auto it = groups_.find(req.group);
+  if (it != groups_.end() && it->second.size[rank] > 0 &&
+      static_cast<int32_t>(it->second.names[rank].size()) >= it->second.size[rank]) {
+    // This rank sent its whole group under this key before: this is the key's next group, and
+    // what is left of the last one (a group some rank sent ungrouped, after a refusal) is stale.
+    groups_.erase(it);
+    it = groups_.end();
+  }
+  if (it == groups_.end()) {
+    it = groups_.emplace(req.group, GroupSeen{}).first;
+    it->second.size.assign(size_, 0);
+    it->second.names.resize(size_);
+  }
+  GroupSeen& g = it->second;
+  g.size[rank] = std::max(req.group_size, 1);
+  g.names[rank].push_back(req.name);
+  SettleGroup(req.group);
+}
+
+void Coordinator::SettleGroup(const std::string& key) {
+  auto it = groups_.find(key);
+  if (it == groups_.end()) return;
+  const GroupSeen& g = it->second;
+  std::vector<int> senders;
+  for (int r = 0; r < size_; ++r) {
+    if (joined_[r]) continue;
+    if (g.size[r] == 0 || static_cast<int32_t>(g.names[r].size()) < g.size[r]) return;
+    senders.push_back(r);
+  }
+  // Every rank that has not joined sent its whole group: the group is what it is now.
+  bool same = true;
+  if (!senders.empty()) {
+    std::vector<std::string> first = g.names[senders[0]];
+    std::sort(first.begin(), first.end());
+    for (size_t i = 1; i < senders.size() && same; ++i) {
+      std::vector<std::string> other = g.names[senders[i]];
+      std::sort(other.begin(), other.end());
+      same = other == first;
+    }
+  }
+  GroupSeen seen = std::move(it->second);
+  groups_.erase(it);
+  if (!same) FailGroup(key, seen);
+}
+
+void Coordinator::FailGroup(const std::string& key, const GroupSeen& seen) {
+  // "ranks 0,1 grouped 2 tensors ('g.0', 'g.1'), rank 2 grouped 3 ('g.0', 'g.1', 'g.2')"
+  std::vector<std::vector<std::string>> lists;
+  std::vector<std::vector<int>> ranks;
+  std::vector<std::string> all;  // every member any rank sent, in order of first sight
+  for (int r = 0; r < size_; ++r) {
+    if (seen.size[r] == 0) continue;
+    std::vector<std::string> sorted = seen.names[r];
+    std::sort(sorted.begin(), sorted.end());
+    size_t i = std::find(lists.begin(), lists.end(), sorted) - lists.begin();
+    if (i == lists.size()) {
+      lists.push_back(sorted);
+      ranks.emplace_back();
+    }
+    ranks[i].push_back(r);
+    for (const std::string& n : seen.names[r]) {
+      if (std::find(all.begin(), all.end(), n) == all.end()) all.push_back(n);
+    }
+  }
+  std::string why = "the ranks grouped different tensors with '" + key + "': ";
+  for (size_t i = 0; i < lists.size(); ++i) {
+    if (i) why += ", ";
+    why += (ranks[i].size() == 1 ? "rank " : "ranks ") + RankList(ranks[i]) + " grouped " +
+           std::to_string(lists[i].size()) + (lists[i].size() == 1 ? " tensor (" : " tensors (");
+    constexpr size_t kShown = 8;
+    for (size_t j = 0; j < lists[i].size() && j < kShown; ++j) {
+      why += (j ? ", '" : "'") + lists[i][j] + "'";
+    }
+    if (lists[i].size() > kShown) why += ", ...";
+    why += ")";
+  }
+  std::vector<Response> held;
+  if (auto h = held_.find(key); h != held_.end()) {
+    held = std::move(h->second);
+    held_.erase(h);
+  }
+  for (const std::string& name : all) {
+    std::string op = "grouped operation";
+    if (auto t = table_.find(name); t != table_.end()) {
+      const Entry& e = t->second;
+      op = OpTypeName(e.by_rank[std::find(e.submitted.begin(), e.submitted.end(), true) -
+                                e.submitted.begin()].op);
+      table_.erase(t);  // a stale copy in ready_ is skipped by TakeReady
+    } else {
+      auto m = std::find_if(held.begin(), held.end(),
+                            [&](const Response& r) { return r.names[0] == name; });
+      if (m == held.end()) continue;  // released already (a mismatch of its own failed it)
+      held.erase(m);
+    }
+    Response err;
+    err.type = ResponseType::kError;
+    err.names = {name};
+    err.error_code = StatusCode::kInvalidArgument;
+    err.error = op + " '" + name + "': " + why;
+    failed_groups_.push_back(std::move(err));
   }
 }
 
 std::vector<Response> Coordinator::TakeReady() {
-  std::vector<Response> out;
-  out.reserve(ready_.size());
+  std::vector<Response> out = std::move(failed_groups_);
+  failed_groups_.clear();
+  out.reserve(out.size() + ready_.size());
   while (!ready_.empty()) {
     auto it = table_.find(ready_.front());
     ready_.pop_front();
@@ -131,6 +241,7 @@ std::vector<Coordinator::Waiting> Coordinator::Pending() const {
       if (e.submitted[r]) {
         w.ready.push_back(r);
         w.op = e.by_rank[r].op;
+        w.group = e.by_rank[r].group;
       } else if (!joined_[r]) {
         w.missing.push_back(r);
       }
@@ -154,6 +265,7 @@ std::vector<Response> Coordinator::Fail(const std::string& name, StatusCode code
   const Request first = e.by_rank[std::find(e.submitted.begin(), e.submitted.end(), true) -
                                   e.submitted.begin()];
   table_.erase(it);
+  if (!first.group.empty()) groups_.erase(first.group);
   Response err;
   err.type = ResponseType::kError;
   err.names = {name};

@@ -68,6 +68,7 @@ class Coordinator {
   struct Waiting {
     std::string name;
     OpType op;
+    std::string group;         // its group's key, or "" (not grouped)
     std::vector<int> ready;    // ranks that submitted it
     std::vector<int> missing;  // ranks that did not (and have not joined)
     std::chrono::steady_clock::time_point since;  // when the first rank's Request arrived
@@ -90,8 +91,23 @@ class Coordinator {
     std::chrono::steady_clock::time_point since;
   };
 
+  // What the coordinator has seen of one group key (a grouped operation's first member's name)
+  // from each rank, to tell when every rank's whole group has arrived (the ranks' members may
+  // come in several lists) and whether the ranks grouped the same names.
+  struct GroupSeen {
+    std::vector<int32_t> size;                   // per rank: its group_size; 0 = nothing yet
+    std::vector<std::vector<std::string>> names; // per rank: its members that arrived
+  };
+
   // Every rank has submitted the name or joined.
   bool Complete(const Entry& e) const;
+  // Records a grouped Request of `rank`; once every rank that has not joined has sent its whole
+  // group, fails the group when the ranks' member names differ (see FailGroup).
+  void AddGroupMember(const Request& req, int rank);
+  void SettleGroup(const std::string& key);
+  // Every member of `key`'s group any rank sent fails on every rank: a member that only some
+  // ranks grouped would otherwise wait forever for the others.
+  void FailGroup(const std::string& key, const GroupSeen& seen);
   void AddJoin(int rank);
   // The Response of a ready name whose non-submitters have all joined.
   Response BuildWithJoined(const Entry& e) const;
@@ -107,6 +123,8 @@ class Coordinator {
   std::vector<bool> joined_;      // indexed by rank
   std::vector<int> join_order_;   // joined ranks, in join order
   std::unordered_map<std::string, std::vector<Response>> held_;  // group key -> ready members
+  std::unordered_map<std::string, GroupSeen> groups_;  // group key -> what arrived, until settled
+  std::vector<Response> failed_groups_;                // emitted first by the next TakeReady
 };
 
 // "0", "1,3", "0-2,5": ranks in ascending order, runs collapsed.

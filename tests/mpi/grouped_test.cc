@@ -91,6 +91,76 @@ TEST(GroupedTest, AllreduceGroupRepeatedThenOneMemberMismatched) {
   }
 }
 
+// The last rank groups one tensor more than the others: every member fails on every rank, the
+// extra one included, promptly (no stall setting needed); then the same group works again.
+TEST(GroupedTest, AMemberOnlyTheLastRankGroupedFailsEverywhere) {
+  const std::string base = TensorName("");
+  const bool last = WorldRank() == WorldSize() - 1;
+  for (int step = 0; step < 2; ++step) {
+    Group g;
+    g.Add(base + "x", KOLO_FLOAT32, {4}, 1);
+    g.Add(base + "y", KOLO_FLOAT64, {3}, 2);
+    const bool broken = step == 0;
+    if (broken && last) g.Add(base + "z", KOLO_FLOAT32, {2}, 3);
+    ASSERT_EQ(g.Allreduce(), KOLO_SUCCESS) << LastError();
+    for (size_t i = 0; i < g.handles.size(); ++i) {
+      const kolo_status_t status = kolo_wait(g.handles[i]);
+      const std::string message = kolo_handle_message(g.handles[i]);
+      kolo_handle_free(g.handles[i]);
+      if (broken) {
+        EXPECT_EQ(status, KOLO_ERR_INVALID_ARGUMENT) << "member " << i << ": " << message;
+        EXPECT_NE(message.find("the ranks grouped different tensors with '" + base + "x'"),
+                  std::string::npos) << message;
+        const std::string longer = "rank " + std::to_string(WorldSize() - 1) + " grouped 3";
+        EXPECT_NE(message.find(longer), std::string::npos) << message;
+        continue;
+      }
+      ASSERT_EQ(status, KOLO_SUCCESS) << message;
+      EXPECT_MATCHES_REFERENCE(g.out[i].data(),
+                               AllreduceReference(AllRanksData(g.dtypes[i], g.in[i].count,
+                                                               WorldSize(), DataKind::kSmall, i + 1),
+                                                  KOLO_OP_SUM));
+    }
+  }
+}
+
+TEST(GroupedTest, AnAllgatherMemberOnlyTheLastRankGroupedFailsEverywhere) {
+  const std::string base = TensorName("");
+  const bool last = WorldRank() == WorldSize() - 1;
+  const std::string a = base + "a", b = base + "b";
+  const char* names[2] = {a.c_str(), b.c_str()};
+  std::vector<float> x(2, static_cast<float>(WorldRank()));
+  const void* inputs[2] = {x.data(), x.data()};
+  const kolo_dtype_t dtypes[2] = {KOLO_FLOAT32, KOLO_FLOAT32};
+  const int ndims[2] = {1, 1};
+  const int64_t xs[1] = {2};
+  const int64_t* shapes[2] = {xs, xs};
+  kolo_handle_t h[2];
+  const int count = last ? 2 : 1;
+  ASSERT_EQ(kolo_grouped_allgather_async_on(0, count, names, inputs, dtypes, ndims, shapes, h),
+            KOLO_SUCCESS) << LastError();
+  for (int i = 0; i < count; ++i) {
+    EXPECT_EQ(kolo_wait(h[i]), KOLO_ERR_INVALID_ARGUMENT) << kolo_handle_message(h[i]);
+    EXPECT_NE(std::string(kolo_handle_message(h[i])).find("grouped different tensors"),
+              std::string::npos) << kolo_handle_message(h[i]);
+    kolo_handle_free(h[i]);
+  }
+  // Then a plain allgather of the same name works.
+  kolo_handle_t one;
+  ASSERT_EQ(kolo_grouped_allgather_async_on(0, 1, names, inputs, dtypes, ndims, shapes, &one),
+            KOLO_SUCCESS) << LastError();
+  ASSERT_EQ(kolo_wait(one), KOLO_SUCCESS) << kolo_handle_message(one);
+  const void* data = nullptr;
+  int nd = 0;
+  int64_t out_shape[KOLO_MAX_DIMS];
+  ASSERT_EQ(kolo_handle_output(one, &data, &nd, out_shape), KOLO_SUCCESS);
+  ASSERT_EQ(out_shape[0], 2 * WorldSize());
+  for (int r = 0; r < WorldSize(); ++r) {
+    for (int j = 0; j < 2; ++j) EXPECT_EQ(static_cast<const float*>(data)[2 * r + j], r);
+  }
+  kolo_handle_free(one);
+}
+
 TEST(GroupedTest, AllgatherAndReducescatterGroups) {
   const std::string base = TensorName("");
   const int n = WorldSize();

@@ -73,6 +73,78 @@ TEST(GroupCoordinator, GroupedOnOneRankAndNotOnAnotherIsAMismatch) {
                             "has no group");
 }
 
+// The last rank groups one tensor more than the others: every member fails on every rank, the
+// extra one included (the others never submit it, so nothing else would ever end its wait).
+TEST(GroupCoordinator, AMemberOnlySomeRanksGroupedFailsWithTheWholeGroup) {
+  Coordinator c(3);
+  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 0);
+  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 1);
+  EXPECT_TRUE(c.TakeReady().empty());
+  c.Add(List({Member("a", "a", 3), Member("b", "a", 3), Member("c", "a", 3)}), 2);
+  auto ready = c.TakeReady();
+  EXPECT_EQ(Names(ready), (std::vector<std::string>{"a", "b", "c"}));
+  const std::string why = "the ranks grouped different tensors with 'a': ranks 0,1 grouped 2 "
+                          "tensors ('a', 'b'), rank 2 grouped 3 tensors ('a', 'b', 'c')";
+  for (const Response& r : ready) {
+    EXPECT_EQ(r.type, ResponseType::kError);
+    EXPECT_EQ(r.error_code, StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.error, "allreduce '" + r.names[0] + "': " + why);
+  }
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_TRUE(c.Pending().empty());
+  // The key is free for the next group, which works.
+  for (int r = 0; r < 3; ++r) c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), r);
+  ready = c.TakeReady();
+  EXPECT_EQ(Names(ready), (std::vector<std::string>{"a", "b"}));
+  for (const Response& r : ready) EXPECT_EQ(r.type, ResponseType::kAllreduce) << r.error;
+}
+
+// The longer rank's members arrive in two lists (its queue split the group): the common members
+// fail as a group mismatch when they are ready, the extra one when it arrives.
+TEST(GroupCoordinator, AnExtraMemberArrivingLaterStillFails) {
+  Coordinator c(2);
+  c.Add(List({Member("a", "a", 1)}), 0);
+  c.Add(List({Member("a", "a", 2)}), 1);
+  auto ready = c.TakeReady();
+  ASSERT_EQ(Names(ready), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(ready[0].type, ResponseType::kError);
+  c.Add(List({Member("b", "a", 2)}), 1);
+  ready = c.TakeReady();
+  ASSERT_EQ(Names(ready), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(ready[0].type, ResponseType::kError);
+  EXPECT_EQ(ready[0].error, "allreduce 'b': the ranks grouped different tensors with 'a': rank 0 "
+                            "grouped 1 tensor ('a'), rank 1 grouped 2 tensors ('a', 'b')");
+  EXPECT_EQ(c.pending(), 0u);
+}
+
+// Groups of the same size with different members: neither 'b' nor 'c' can ever be ready.
+TEST(GroupCoordinator, GroupsOfTheSameSizeWithDifferentMembersFail) {
+  Coordinator c(2);
+  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 0);
+  c.Add(List({Member("a", "a", 2), Member("c", "a", 2)}), 1);
+  auto ready = c.TakeReady();
+  EXPECT_EQ(Names(ready), (std::vector<std::string>{"a", "b", "c"}));
+  for (const Response& r : ready) {
+    EXPECT_EQ(r.type, ResponseType::kError);
+    EXPECT_NE(r.error.find("rank 0 grouped 2 tensors ('a', 'b'), rank 1 grouped 2 tensors "
+                           "('a', 'c')"), std::string::npos) << r.error;
+  }
+  EXPECT_EQ(c.pending(), 0u);
+}
+
+// A joined rank sends no group: the others' groups alone decide, and they agree.
+TEST(GroupCoordinator, AJoinedRankDoesNotMakeAGroupDiffer) {
+  Coordinator c(3);
+  Request join;
+  join.op = OpType::kJoin;
+  c.Add(List({join}), 2);
+  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 0);
+  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 1);
+  auto ready = c.TakeReady();
+  ASSERT_EQ(Names(ready), (std::vector<std::string>{"a", "b"}));
+  for (const Response& r : ready) EXPECT_EQ(r.type, ResponseType::kAllreduce) << r.error;
+}
+
 // Controller over the thread world: the group is cached after its first step; then the last
 // rank changes one member's shape: every member fails on every rank, in the same cycle.
 class GroupController : public ::testing::TestWithParam<int> {};
