@@ -151,6 +151,8 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
     RequestList list;
     list.requests = std::move(uncached);
     list.shutdown = shutdown;
+    list.blocked = blocked_;
+    if (blocked_) list.waiting = blocked_on_;
     auto slow = SlowPath(list);
     if (!slow.ok()) return slow.status();
     result = std::move(*slow);
@@ -174,6 +176,7 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
     }
   }
   result.responses = fused.Take();
+  blocked_cycles_ = all_blocked_ && !any_joined && result.responses.empty() ? blocked_cycles_ + 1 : 0;
   any_waiting_ = std::any_of(waiting_.begin(), waiting_.end(), [](uint64_t w) { return w != 0; });
   Tune(result.responses);
   stats_.negotiate_ns += Nanos(Clock::now() - start);
@@ -210,15 +213,21 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
   }
   const bool stall_check_due = control_.Rank() == kCoordinator && coordinator_.pending() > 0 &&
                                stall_.Due(now);
-  const bool need_slow =
-      !uncached->empty() || shutdown || joined_ || stall_check_due || announce_.has_value();
-  words_[0] = (need_slow ? 0 : kNoSlowPath) | (joined_ ? 0 : kNoneJoined);
+  // Every rank blocked with nothing to run for a while: the waits and the waiting hits go to the
+  // coordinator, which checks for a deadlock (the count is the same on every rank).
+  const bool check_deadlock = blocked_ && blocked_cycles_ >= kBlockedCyclesBeforeCheck;
+  if (check_deadlock) ForEachWaiting([&](int slot) { uncached->push_back(Release(slot)); });
+  const bool need_slow = !uncached->empty() || shutdown || joined_ || stall_check_due ||
+                         announce_.has_value() || check_deadlock;
+  words_[0] = (need_slow ? 0 : kNoSlowPath) | (joined_ ? 0 : kNoneJoined) |
+              (blocked_ ? kAllBlocked : 0);
   const auto exchange_start = Clock::now();
   KOLO_RETURN_IF_ERROR(control_.AndBits(words_.data(), words_.size())
                            .AddContext("negotiation: agreeing on cached tensors"));
   stats_.exchange_ns += Nanos(Clock::now() - exchange_start);
   *any_slow = !(words_[0] & kNoSlowPath);
   *any_joined = !(words_[0] & kNoneJoined);
+  all_blocked_ = words_[0] & kAllBlocked;
 
   // Slots some rank invalidated: erased everywhere; this rank's hit of one goes the slow way
   // (the invalidating rank asked for the slow path, so it runs this cycle).
@@ -300,6 +309,7 @@ void Controller::MoveGroupsOfUncachedHits(std::vector<Request>* uncached) {
 
 ResponseList Controller::Coordinate(const std::vector<std::string>& gathered) {
   ResponseList out;
+  std::vector<RequestList> lists(gathered.size());
   for (size_t r = 0; r < gathered.size(); ++r) {
     auto list = DecodeRequestList(gathered[r]);
     if (!list.ok()) {
@@ -309,9 +319,14 @@ ResponseList Controller::Coordinate(const std::vector<std::string>& gathered) {
       return out;
     }
     coordinator_.Add(*list, static_cast<int>(r));
+    lists[r].blocked = list->blocked;
+    lists[r].waiting = std::move(list->waiting);
   }
   out.responses = coordinator_.TakeReady();
   for (Response& failed : stall_.Inspect(coordinator_, Clock::now())) {
+    out.responses.push_back(std::move(failed));
+  }
+  for (Response& failed : deadlock_.Observe(coordinator_, lists, !out.responses.empty())) {
     out.responses.push_back(std::move(failed));
   }
   if (coordinator_.shutdown_requested()) {

@@ -38,6 +38,7 @@
 #include "collectives/communicator.h"
 #include "fusion/planner.h"
 #include "runtime/coordinator.h"
+#include "runtime/deadlock.h"
 #include "runtime/message.h"
 #include "runtime/autotune.h"
 #include "runtime/request_key.h"
@@ -88,6 +89,13 @@ class Controller {
   // hit costs no name copy, and execution finds tensors by id; the timeline needs names.
   void set_name_hits(bool on) { name_hits_ = on; }
 
+  // Whether every caller on this rank is blocked waiting for the operations named in `names`,
+  // all still in negotiation (the deadlock check, runtime/deadlock.h); kept until changed.
+  void SetWaiting(bool blocked, std::vector<std::string> names) {
+    blocked_ = blocked;
+    blocked_on_ = std::move(names);
+  }
+
   // Whether some of this rank's cache hits wait for their peers after the last Negotiate.
   bool has_waiting_hits() const { return any_waiting_; }
 
@@ -103,6 +111,10 @@ class Controller {
   static constexpr int kCoordinator = 0;
   static constexpr uint64_t kNoSlowPath = 1;
   static constexpr uint64_t kNoneJoined = 2;
+  static constexpr uint64_t kAllBlocked = 4;  // set by a rank whose callers are all blocked
+  // Cycles of hits in which every rank was blocked and nothing ran before the ranks take the
+  // slow path with their waits, so that the coordinator can check for a deadlock.
+  static constexpr int kBlockedCyclesBeforeCheck = 2;
 
   // Step 1: the AND-ed bits decide which hits run now (their slots go to `ready`, in slot
   // order); invalidated ones join `uncached`. `stale`: slots whose names this rank submitted
@@ -186,6 +198,13 @@ class Controller {
   std::vector<Request> deferred_;  // hits whose slot was evicted: sent the slow way next cycle
   bool joined_ = false;            // this rank has sent a join that has not completed
   bool name_hits_ = false;
+  // The deadlock check: this rank's waits (SetWaiting), whether the last AND found every rank
+  // blocked, for how many cycles in a row with nothing to run, and the coordinator's detector.
+  bool blocked_ = false;
+  std::vector<std::string> blocked_on_;
+  bool all_blocked_ = false;
+  int blocked_cycles_ = 0;
+  DeadlockDetector deadlock_;
   NegotiationStats stats_;
 };
 

@@ -16,10 +16,26 @@ void BufferFree::operator()(void* p) const {
 
 const Status& Handle::Wait() {
   if (!Poll()) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_.load(std::memory_order_acquire); });
+    if (watch_) watch_->Enter(this);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return done_.load(std::memory_order_acquire); });
+    }
+    if (watch_) watch_->Leave(this);
   }
   return status_;
+}
+
+bool Handle::WaitFor(std::chrono::milliseconds timeout) {
+  if (Poll()) return true;
+  if (watch_) watch_->Enter(this);
+  bool done;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    done = cv_.wait_for(lock, timeout, [&] { return done_.load(std::memory_order_acquire); });
+  }
+  if (watch_) watch_->Leave(this);
+  return done;
 }
 
 void Handle::Complete(Status status) {

@@ -4,6 +4,7 @@
 #define KOLO_RUNTIME_HANDLE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/wait_watch.h"
 
 namespace kolo {
 
@@ -41,6 +43,8 @@ class Handle {
   bool Poll() const { return done_.load(std::memory_order_acquire); }
   // Blocks until completion; returns the final status.
   const Status& Wait();
+  // Blocks until completion or `timeout`; returns Poll().
+  bool WaitFor(std::chrono::milliseconds timeout);
   // The status once Poll() is true.
   const Status& status() const { return status_; }
   // Set by the background thread before Complete (allgather).
@@ -48,7 +52,11 @@ class Handle {
 
   void Complete(Status status);
 
+  // The Runtime's record of blocked waits: Wait and WaitFor enter it while they block.
+  void set_watch(std::shared_ptr<WaitWatch> watch) { watch_ = std::move(watch); }
+
  private:
+  std::shared_ptr<WaitWatch> watch_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<bool> done_{false};

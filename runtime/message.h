@@ -60,6 +60,10 @@ struct Request {
 struct RequestList {
   std::vector<Request> requests;
   bool shutdown = false;  // this rank is shutting down
+  // Every caller on this rank is blocked waiting for operations still in negotiation, named in
+  // `waiting` (the deadlock check, runtime/deadlock.h). Sent only while the ranks check.
+  bool blocked = false;
+  std::vector<std::string> waiting;
 };
 
 enum class ResponseType : uint8_t {

@@ -162,6 +162,13 @@ void Runtime::BackgroundLoop() {
     timeline_.CycleStarted();
     queue_.TakeNewRequests(&mine_, &mine_keys_);
     timeline_.Dequeued(mine_);
+    if (const uint64_t v = wait_watch_->version(); v != wait_version_seen_) {
+      // A wait started or ended: what are this rank's callers blocked on now?
+      wait_version_seen_ = v;
+      std::vector<std::string> names;
+      const bool blocked = queue_.NegotiatingNames(wait_watch_->Snapshot(), &names);
+      controller_.SetWaiting(blocked, std::move(names));
+    }
     auto result = [&] {
       // On rank 0, the coordinator reports each rank's Request to the timeline (ready marks).
       ScopedRequestObserver observe(timeline_.enabled() ? &timeline_ : nullptr);

@@ -189,6 +189,10 @@ class Runtime {
   std::optional<CostModel> cost_model_;
   CollectiveChoice collectives_;  // all-gather, broadcast, reduce-scatter, all-to-all
   TensorQueue queue_;
+  // The handles callers are blocked on, and what the background thread last made of them: the
+  // names they wait for, told to the controller for the deadlock check.
+  std::shared_ptr<WaitWatch> wait_watch_ = std::make_shared<WaitWatch>();
+  uint64_t wait_version_seen_ = ~uint64_t{0};
   std::vector<const Request*> mine_;  // background thread: this cycle's new Requests (in queue_)
   std::vector<RequestKey> mine_keys_;  // and their keys
   Timeline timeline_;

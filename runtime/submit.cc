@@ -189,6 +189,7 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   entry.input = s.input;
   entry.output = s.output;
   entry.handle = std::make_shared<Handle>();
+  entry.handle->set_watch(wait_watch_);
   auto handle = entry.handle;
   timeline_.Submitted(entry.request);  // before the background thread can take it
   void* const ready_event = entry.ready_event;
@@ -307,6 +308,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
   std::vector<std::shared_ptr<Handle>> handles;
   for (TensorEntry& e : entries) {
     e.handle = std::make_shared<Handle>();
+    e.handle->set_watch(wait_watch_);
     handles.push_back(e.handle);
   }
   KOLO_RETURN_IF_ERROR(queue_.AddGroup(std::move(entries)));

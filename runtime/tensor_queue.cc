@@ -1,5 +1,7 @@
 #include "runtime/tensor_queue.h"
 
+#include <algorithm>
+
 namespace kolo {
 
 int32_t TensorQueue::Intern(const std::string& name) {
@@ -150,6 +152,20 @@ void TensorQueue::TakeNewRequests(std::vector<const Request*>* out,
 bool TensorQueue::HasNewRequests() {
   std::lock_guard<std::mutex> lock(mu_);
   return !new_requests_.empty();
+}
+
+bool TensorQueue::NegotiatingNames(const std::vector<const Handle*>& handles,
+                                   std::vector<std::string>* names) {
+  names->clear();
+  if (handles.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Slot& slot : slots_) {
+    if (!slot.in_flight || slot.taken || !slot.entry.handle) continue;
+    if (std::find(handles.begin(), handles.end(), slot.entry.handle.get()) != handles.end()) {
+      names->push_back(slot.entry.request.name);
+    }
+  }
+  return names->size() == handles.size();
 }
 
 TensorEntry TensorQueue::Take(const std::string& name) {

@@ -65,6 +65,10 @@ class TensorQueue {
   // submitting thread).
   void TakeNewRequests(std::vector<const Request*>* out, std::vector<RequestKey>* keys = nullptr);
   bool HasNewRequests();
+  // The names of `handles`' submissions, when every one of them is still waiting to be
+  // negotiated (in flight, not taken for execution); false otherwise (one is being executed or
+  // has completed: its caller is not stuck in negotiation).
+  bool NegotiatingNames(const std::vector<const Handle*>& handles, std::vector<std::string>* names);
   // Moves out the entry of `name` for execution (nullptr handle if absent); the name stays
   // reserved until Release.
   TensorEntry Take(const std::string& name);

@@ -2,6 +2,7 @@
 // pointer (shared, so a submission racing kolo_shutdown keeps it alive until it returns).
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -712,6 +713,12 @@ kolo_status_t kolo_stop_timeline(void) {
 }
 
 int kolo_poll(kolo_handle_t handle) { return handle && handle->handle->Poll() ? 1 : 0; }
+
+int kolo_wait_for(kolo_handle_t handle, int64_t timeout_ms) {
+  if (!handle) return 0;
+  return handle->handle->WaitFor(std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0))) ? 1
+                                                                                              : 0;
+}
 
 kolo_status_t kolo_wait(kolo_handle_t handle) {
   if (!handle) return KOLO_ERR_INVALID_ARGUMENT;

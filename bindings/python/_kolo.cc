@@ -120,13 +120,23 @@ class Handle {
     return splits;
   }
 
+  // Waits in slices with the GIL released and checks for signals between them, so Ctrl-C
+  // (KeyboardInterrupt) and a test runner's SIGALRM reach a thread blocked in a collective
+  // promptly instead of when (if ever) the operation ends. The operation itself goes on: the
+  // handle stays valid and can be waited for again.
   void Wait() {
     CheckOwned();
-    kolo_status_t s;
-    {
-      py::gil_scoped_release release;
-      s = kolo_wait(h_);
+    constexpr int64_t kSliceMs = 50;
+    for (;;) {
+      int done;
+      {
+        py::gil_scoped_release release;
+        done = kolo_wait_for(h_, kSliceMs);
+      }
+      if (done) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
+    const kolo_status_t s = kolo_wait(h_);
     if (s != KOLO_SUCCESS) Raise(s, kolo_handle_message(h_));
   }
 

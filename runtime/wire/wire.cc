@@ -50,7 +50,8 @@ std::string EncodeRequestList(const RequestList& list) {
                                        r.group_size));
   }
   auto vec = b.CreateVector(reqs);
-  b.Finish(wire::CreateRequestList(b, vec, list.shutdown), kRequestId);
+  auto waiting = list.waiting.empty() ? 0 : b.CreateVectorOfStrings(list.waiting);
+  b.Finish(wire::CreateRequestList(b, vec, list.shutdown, list.blocked, waiting), kRequestId);
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
 
@@ -64,6 +65,10 @@ StatusOr<RequestList> DecodeRequestList(const std::string& bytes) {
   auto root = fb::GetRoot<wire::RequestList>(data);
   RequestList out;
   out.shutdown = root->shutdown();
+  out.blocked = root->blocked();
+  if (root->waiting()) {
+    for (const fb::String* s : *root->waiting()) out.waiting.push_back(s->str());
+  }
   if (root->requests()) {
     for (const wire::Request* r : *root->requests()) {
       KOLO_RETURN_IF_ERROR(CheckEnums(r->op(), kMaxOpType, r->dtype(), r->reduce_op(), "Request"));

@@ -457,6 +457,12 @@ KOLO_API int kolo_poll(kolo_handle_t handle);
 /* Blocks until the operation completes and returns its status. */
 KOLO_API kolo_status_t kolo_wait(kolo_handle_t handle);
 
+/* Blocks until the operation completes or `timeout_ms` milliseconds have passed (0: does not
+ * block, like kolo_poll), then returns what kolo_poll would: 1 when completed, 0 otherwise.
+ * For a binding that must stay responsive while it waits (Python checks for signals between
+ * slices of a wait, so Ctrl-C interrupts a blocked collective). Any thread. */
+KOLO_API int kolo_wait_for(kolo_handle_t handle, int64_t timeout_ms);
+
 /* Status of a completed handle (KOLO_ERR_UNAVAILABLE... as reported), or KOLO_ERR_UNKNOWN
  * while still pending. Non-blocking. */
 KOLO_API kolo_status_t kolo_handle_status(kolo_handle_t handle);

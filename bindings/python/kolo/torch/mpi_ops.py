@@ -183,9 +183,11 @@ def poll(handle):
 def synchronize(handle):
     """Waits for the operation of ``handle`` and returns its output: a tensor, or a tuple of
     tensors for a grouped operation. Returns None for an unknown or already synchronized
-    handle, as Horovod does. Raises HorovodInternalError if the operation failed."""
+    handle, as Horovod does. Raises HorovodInternalError if the operation failed. A signal
+    handler's exception (KeyboardInterrupt on Ctrl-C) interrupts the wait promptly; the
+    operation goes on and ``handle`` can be synchronized again."""
     with _lock:
-        pending = _handle_map.pop(handle, None)
+        pending = _handle_map.get(handle)
     if pending is None:
         return None
     first_error = None
@@ -195,6 +197,9 @@ def synchronize(handle):
         except _k.KoloError as e:
             if first_error is None:
                 first_error = e
+    with _lock:
+        if _handle_map.pop(handle, None) is None:
+            return None  # another thread synchronized it meanwhile
     if first_error is not None:
         raise _internal_error(first_error) from first_error
     try:
