@@ -218,6 +218,37 @@ std::vector<Response> Coordinator::TakeReady() {
     table_.erase(it);
     Emit(std::move(resp), first, &out);
   }
+  if (shutdown_requested()) {
+    // The job ends; a name some rank refused fails with that refusal on every rank that has
+    // submitted it, not with the shutdown that overtook it (the refusing rank often shuts down
+    // right after: its caller saw the error). Names are in no particular order here, so they
+    // are sorted: every rank must see the same list.
+    std::vector<std::pair<uint64_t, std::string>> refused;
+    for (const auto& [name, e] : table_) {
+      for (int r = 0; r < size_; ++r) {
+        if (e.submitted[r] && !e.by_rank[r].refused.empty()) {
+          refused.emplace_back(e.seq, name);
+          break;
+        }
+      }
+    }
+    std::sort(refused.begin(), refused.end());
+    for (const auto& [seq, name] : refused) {
+      const Entry& e = table_.at(name);
+      for (int r = 0; r < size_; ++r) {
+        if (!e.submitted[r] || e.by_rank[r].refused.empty()) continue;
+        Response err;
+        err.type = ResponseType::kError;
+        err.names = {name};
+        err.error_code = StatusCode::kInvalidArgument;
+        err.error = std::string(OpTypeName(e.by_rank[r].op)) + " '" + name + "': rank " +
+                    std::to_string(r) + " refused it: " + e.by_rank[r].refused;
+        out.push_back(std::move(err));
+        break;
+      }
+      table_.erase(name);
+    }
+  }
   if (!join_order_.empty() && static_cast<int>(join_order_.size()) == size_) {
     // Every pending name became ready when the last rank joined, so the table is empty.
     Response done;

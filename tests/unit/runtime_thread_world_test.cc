@@ -334,6 +334,35 @@ TEST(RuntimeThreadWorld, ARefusalOnOneRankFailsTheNameOnEveryOtherRank) {
   });
 }
 
+// Rank 1 refuses a broadcast (root out of range) and shuts down at once, while the others wait
+// for it: the refusal's reason reaches every waiting rank, not the shutdown that followed it.
+TEST(RuntimeThreadWorld, ARefusalFollowedByShutdownStillFailsWithTheRefusal) {
+  for (int round = 0; round < 5; ++round) {
+    std::atomic<int> submitted{0};
+    RunRuntimes(4, FastConfig(), [&](Runtime& rt) {
+      const int rank = rt.layout().rank;
+      std::vector<float> in(4, 1.0f), out(4, -1.0f);
+      Submission b = Allreduce("w", in.data(), out.data(), DataType::kFloat32, {4}, ReduceOp::kSum);
+      b.op = OpType::kBroadcast;
+      b.root = 0;
+      if (rank == 1) {
+        while (submitted.load() < 3) std::this_thread::yield();
+        b.root = 9;
+        EXPECT_FALSE(rt.Enqueue(b).ok());
+        rt.Shutdown();
+        return;
+      }
+      auto h = rt.Enqueue(b);
+      ASSERT_TRUE(h.ok());
+      ++submitted;
+      Status s = WaitFor(**h);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << "round " << round << ": " << s.ToString();
+      EXPECT_EQ(s.message(), "broadcast 'w': rank 1 refused it: root rank 9 is outside [0, 4)")
+          << "round " << round;
+    });
+  }
+}
+
 TEST(RuntimeThreadWorld, ShutdownFailsPendingAndLaterOps) {
   std::vector<std::unique_ptr<Runtime>> rts = testing::StartRuntimes(2, FastConfig());
   ASSERT_EQ(rts.size(), 2u);
