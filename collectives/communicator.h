@@ -8,8 +8,10 @@
 #ifndef KOLO_COLLECTIVES_COMMUNICATOR_H_
 #define KOLO_COLLECTIVES_COMMUNICATOR_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -120,6 +122,19 @@ class Communicator {
   // shared-memory barriers) call it about once a second. Cheap; never blocks.
   virtual Status CheckLiveness() { return Status::OK(); }
 
+  // Whether a wait of the data plane that has lasted since `since` for `waiting_for` ("rank 1
+  // (receive, tag 7)") may go on: OK, or the error that ends it. A frozen peer (stopped, in a
+  // debugger) is alive but never answers; the runtime installs a check that warns after the
+  // stall check time and fails the wait after the stall shutdown time. Long waits of kolo's own
+  // algorithms call it with CheckLiveness, about once a second. Without a check: OK.
+  using ProgressCheck = std::function<Status(std::chrono::steady_clock::time_point since,
+                                             const std::string& waiting_for)>;
+  void set_progress_check(ProgressCheck check) { progress_check_ = std::move(check); }
+  Status CheckProgress(std::chrono::steady_clock::time_point since,
+                       const std::string& waiting_for) const {
+    return progress_check_ ? progress_check_(since, waiting_for) : Status::OK();
+  }
+
   // How this communicator's ranks group into nodes, with the node-local and cross-node
   // sub-communicators (collectives/node_context.h); nullptr when nobody set it up, and then
   // only flat algorithms run. Set once, before the first collective.
@@ -131,6 +146,7 @@ class Communicator {
 
  private:
   std::shared_ptr<NodeContext> node_;
+  ProgressCheck progress_check_;
 };
 
 }  // namespace kolo

@@ -82,12 +82,9 @@ void OnTerminate(int sig) {
   DeferWhileWriting(sig);
 }
 
-}  // namespace
-
-bool ProcessGone(int pid) {
-  if (pid <= 0) return false;
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  // A zombie still answers kill(); its state in /proc/<pid>/stat is 'Z'.
+// The state letter of /proc/<pid>/stat ('R', 'S', 'T' stopped, 't' traced, 'Z' zombie...), or
+// 0 when it cannot be read. Async-signal-safe.
+char ProcessState(int pid) {
   char path[64];
   size_t len = 0;
   Put(path, sizeof path, &len, "/proc/");
@@ -95,16 +92,41 @@ bool ProcessGone(int pid) {
   Put(path, sizeof path, &len, "/stat");
   path[len] = '\0';
   const int fd = open(path, O_RDONLY);
-  if (fd < 0) return false;
+  if (fd < 0) return 0;
   char stat[256];
   const ssize_t n = read(fd, stat, sizeof stat - 1);
   close(fd);
-  if (n <= 0) return false;
+  if (n <= 0) return 0;
   // "pid (comm) S ...": the state follows the last ')'.
   for (ssize_t i = n - 1; i > 0; --i) {
-    if (stat[i] == ')') return i + 2 < n && stat[i + 2] == 'Z';
+    if (stat[i] == ')') return i + 2 < n ? stat[i + 2] : 0;
   }
-  return false;
+  return 0;
+}
+
+}  // namespace
+
+bool ProcessGone(int pid) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  // A zombie still answers kill(); its state in /proc/<pid>/stat is 'Z'.
+  return ProcessState(pid) == 'Z';
+}
+
+std::string StoppedPeers() {
+  const int current = g_current.load();
+  if (current < 0) return "";
+  const Table& t = g_tables[current];
+  std::string out;
+  for (int i = 0; i < t.count; ++i) {
+    if (t.peers[i].rank == t.rank) continue;
+    const char state = ProcessState(t.peers[i].pid);
+    if (state != 'T' && state != 't') continue;
+    out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(t.peers[i].rank) +
+           " (pid " + std::to_string(t.peers[i].pid) +
+           (state == 't' ? ", stopped in a debugger)" : ", stopped by a signal)");
+  }
+  return out;
 }
 
 void WatchPeers(int rank, int size, const std::string& host, const std::vector<LocalPeer>& peers) {

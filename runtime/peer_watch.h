@@ -40,6 +40,11 @@ Status CheckPeers();
 // True when `pid` no longer runs (does not exist, or is a zombie). Async-signal-safe.
 bool ProcessGone(int pid);
 
+// This node's peers that are stopped (SIGSTOP, a debugger): "rank 2 (pid 123, stopped by a
+// signal)", comma-separated; "" when none. Alive to CheckPeers, they answer nothing: the
+// progress watch names them.
+std::string StoppedPeers();
+
 }  // namespace kolo
 
 #endif  // KOLO_RUNTIME_PEER_WATCH_H_

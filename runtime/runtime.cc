@@ -9,6 +9,7 @@
 
 #include "base/logging.h"
 #include "collectives/cuda/device.h"
+#include "collectives/node_context.h"
 #include "fusion/planner.h"
 #include "runtime/device_ops.h"
 #include "runtime/operations.h"
@@ -42,6 +43,7 @@ Runtime::Runtime(Config config, RankLayout layout, std::unique_ptr<Communicator>
       control_(std::move(control)),
       data_(std::move(data)),
       controller_(*control_, ControllerOptionsOf(config)),
+      progress_(ControllerOptionsOf(config).stall, layout.rank),
       fusion_(static_cast<size_t>(config.fusion_chunk_bytes)) {}
 
 Runtime::~Runtime() { Shutdown(); }
@@ -76,6 +78,18 @@ Status Runtime::Start() {
   collectives_ = std::move(*choice);
   KOLO_RETURN_IF_ERROR(fusion_.Prepare());
   KOLO_RETURN_IF_ERROR(controller_.Start());
+  // The data plane's waits ask the progress watch (on this runtime's background thread, which
+  // alone uses these communicators).
+  const Communicator::ProgressCheck progress = [this](ProgressWatch::Clock::time_point since,
+                                                      const std::string& waiting_for) {
+    return progress_.Check(since, waiting_for, ProgressWatch::Clock::now());
+  };
+  data_->set_progress_check(progress);
+  control_->set_progress_check(progress);
+  if (NodeContext* node = data_->node()) {
+    if (node->local) node->local->set_progress_check(progress);
+    if (node->cross) node->cross->set_progress_check(progress);
+  }
   running_ = true;
   thread_ = std::thread([this] { BackgroundLoop(); });
   return Status::OK();
@@ -173,7 +187,10 @@ void Runtime::BackgroundLoop() {
       // On rank 0, the coordinator reports each rank's Request to the timeline (ready marks).
       ScopedRequestObserver observe(timeline_.enabled() ? &timeline_ : nullptr);
       controller_.set_name_hits(timeline_.enabled());  // the timeline's rows are by name
-      return controller_.Negotiate(mine_, mine_keys_, shutdown);
+      progress_.Begin("negotiation");
+      auto negotiated = controller_.Negotiate(mine_, mine_keys_, shutdown);
+      progress_.End();
+      return negotiated;
     }();
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
@@ -181,7 +198,11 @@ void Runtime::BackgroundLoop() {
     }
     if (!result.ok()) {
       KOLO_LOG_ERROR("runtime", "negotiation failed: {}", result.status().ToString());
-      FailAll(UnavailableError("kolo stopped: " + result.status().message()));
+      // A transport error, a lost peer, or (the progress watch) a rank that stopped answering.
+      const StatusCode code = result.status().code() == StatusCode::kDeadlineExceeded
+                                  ? StatusCode::kDeadlineExceeded
+                                  : StatusCode::kUnavailable;
+      FailAll(Status(code, "kolo stopped: " + result.status().message()));
       break;
     }
     if (config_.wake_on_submit && controller_.has_waiting_hits()) {
@@ -194,8 +215,17 @@ void Runtime::BackgroundLoop() {
     timeline_.Negotiated(result->responses);
     for (const Response& response : result->responses) {
       timeline_.ExecutionStarted(response);
+      progress_.Begin(DescribeForProgress(response));
       Execute(response);
+      progress_.End();
       if (!CompletesOnDevice(response)) timeline_.ExecutionFinished(response);
+    }
+    if (!progress_.failure().ok()) {
+      // A rank stopped answering in the data plane: nothing more can be exchanged with it.
+      // What is pending fails as a later submission will (the queue is closed): kolo stopped.
+      KOLO_LOG_ERROR("runtime", "{}", progress_.failure().message());
+      FailAll(FailedPreconditionError("kolo stopped: " + progress_.failure().message()));
+      break;
     }
     if (!result->fatal_error.empty()) {
       KOLO_LOG_ERROR("runtime", "{}", result->fatal_error);
@@ -213,6 +243,28 @@ void Runtime::BackgroundLoop() {
     }
   }
   running_ = false;
+}
+
+std::string Runtime::DescribeForProgress(const Response& response) {
+  const char* op = "collective";
+  switch (response.type) {
+    case ResponseType::kAllreduce: op = "allreduce"; break;
+    case ResponseType::kAllgather: op = "allgather"; break;
+    case ResponseType::kBroadcast: op = "broadcast"; break;
+    case ResponseType::kReducescatter: op = "reducescatter"; break;
+    case ResponseType::kAlltoall: op = "alltoall"; break;
+    case ResponseType::kBarrier: op = "barrier"; break;
+    default: break;
+  }
+  const size_t n = response.NumTensors();
+  std::string out = op;
+  if (!response.names.empty()) {
+    out += " '" + response.names[0] + "'";
+    if (n > 1) out += " (fused with " + std::to_string(n - 1) + " more)";
+  } else {
+    out += " of " + std::to_string(n) + " fused tensors";
+  }
+  return out;
 }
 
 void Runtime::Execute(const Response& response) {
@@ -376,6 +428,7 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
       stages.emplace(timeline_, response.names,
                      "ALLREDUCE (" + std::string((*algorithm)->Name()) + ")");
     }
+    progress_.set_algorithm((*algorithm)->Name());
     status = fusion_.Run(*data_, **algorithm, job, stages ? &*stages : nullptr);
   }
   FinishAllreduce(response, entries, status);

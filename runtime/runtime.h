@@ -27,6 +27,7 @@
 #include "runtime/device_allreduce.h"
 #include "runtime/finaliser.h"
 #include "runtime/handle.h"
+#include "runtime/progress_watch.h"
 #include "runtime/tensor_queue.h"
 #include "runtime/timeline.h"
 
@@ -174,6 +175,8 @@ class Runtime {
   Status ExecuteReducescatter(const Response& response, TensorEntry& entry);
   Status ExecuteAlltoall(const Response& response, TensorEntry& entry);
   void FailAll(const Status& status);
+  // "allreduce 'grad' (fused with 3 more)": what the progress watch names.
+  static std::string DescribeForProgress(const Response& response);
   // Frees the entry's name, then completes its handle: once a caller sees completion, the name
   // can be submitted again.
   void Finish(TensorEntry& entry, Status status);
@@ -183,6 +186,8 @@ class Runtime {
   std::unique_ptr<Communicator> control_;
   std::unique_ptr<Communicator> data_;
   Controller controller_;
+  // The data plane's stall inspector: kolo's algorithms ask it while a transfer waits long.
+  ProgressWatch progress_;
   FusionExecutor fusion_;
   DeviceAllreduce device_allreduce_;  // CUDA tensors (runtime/device_allreduce.h)
   AllreduceSelector selector_;

@@ -120,7 +120,8 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
   using Clock = std::chrono::steady_clock;
   const uint64_t target = ++s.seq;
   Counter(s.segment->Region(s.rank), kArrivedOffset)->store(target, std::memory_order_release);
-  const auto deadline = Clock::now() + wait_timeout_;
+  const auto start = Clock::now();
+  const auto deadline = start + wait_timeout_;
   // The peer watch (runtime/peer_watch.h) knows within a second when a peer process is gone.
   auto next_liveness_check = Clock::now() + std::chrono::seconds(1);
   Status alive;
@@ -146,6 +147,10 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
       const auto now = Clock::now();
       if (now >= next_liveness_check) {
         alive = s.comm->CheckLiveness();
+        if (alive.ok()) {
+          alive = s.comm->CheckProgress(
+              start, "local rank " + std::to_string(r) + " (shared-memory barrier " + phase + ")");
+        }
         next_liveness_check = now + std::chrono::seconds(1);
       }
       if (failed->load(std::memory_order_acquire) != 0) {
@@ -159,7 +164,11 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
       }
       if (!why.empty()) {
         Counter(s.segment->Region(s.rank), kFailedOffset)->store(1, std::memory_order_release);
-        s.broken = UnavailableError("shared-memory all-reduce on local rank " +
+        // A frozen peer (the progress check's kDeadlineExceeded) is a stall, not a loss.
+        const StatusCode code = !alive.ok() && alive.code() == StatusCode::kDeadlineExceeded
+                                    ? StatusCode::kDeadlineExceeded
+                                    : StatusCode::kUnavailable;
+        s.broken = Status(code, "shared-memory all-reduce on local rank " +
                                     std::to_string(s.rank) + ": " + why);
         return s.broken;
       }

@@ -151,28 +151,18 @@ MpiCommunicator::~MpiCommunicator() {
 
 Status MpiCommunicator::SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
                                  size_t recv_bytes, int src, int tag) {
-  // Pieces of at most INT_MAX bytes; both sides cut identically, so pieces pair up. Empty
-  // messages are not sent: both sides know the sizes.
-  const size_t piece = INT_MAX;
-  size_t sent = 0, got = 0;
-  while (sent < send_bytes || got < recv_bytes) {
-    const int ns = static_cast<int>(std::min(piece, send_bytes - sent));
-    const int nr = static_cast<int>(std::min(piece, recv_bytes - got));
-    MPI_Request reqs[2];
-    int nreq = 0;
-    if (nr > 0) {
-      KOLO_MPI_CALL(MPI_Irecv(static_cast<char*>(recv) + got, nr, MPI_BYTE, src, tag, comm_,
-                              &reqs[nreq++]));
-    }
-    if (ns > 0) {
-      KOLO_MPI_CALL(MPI_Isend(static_cast<const char*>(send) + sent, ns, MPI_BYTE, dst, tag,
-                              comm_, &reqs[nreq++]));
-    }
-    KOLO_MPI_CALL(MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE));
-    sent += ns;
-    got += nr;
-  }
-  return Status::OK();
+  // One batch (pieces of at most INT_MAX bytes; both sides cut identically, so pieces pair
+  // up), waited for by polling, so that a dead peer (the liveness check) or a frozen one (the
+  // progress check) ends the wait instead of hanging in MPI_Waitall. Empty messages are not
+  // sent: both sides know the sizes.
+  std::vector<P2POp> ops;
+  ops.reserve(2);
+  if (recv_bytes > 0) ops.push_back(P2POp::Recv(recv, recv_bytes, src, tag));
+  if (send_bytes > 0) ops.push_back(P2POp::Send(send, send_bytes, dst, tag));
+  if (ops.empty()) return Status::OK();
+  auto batch = Start(ops);
+  if (!batch.ok()) return batch.status();
+  return (*batch)->Wait();
 }
 
 Status MpiCommunicator::Allreduce(const void* send, void* recv, size_t count, DataType dtype,
@@ -346,10 +336,13 @@ Status MpiCommunicator::WaitPolled(MPI_Request* request) {
     if (done) return Status::OK();
     const auto now = Clock::now();
     if (now - start < std::chrono::microseconds(20)) continue;
-    if (liveness_check_ && now >= next_liveness_check) {
+    if (now >= next_liveness_check) {
       // The request stays posted: MPI has no way to cancel a collective, and the runtime stops
-      // using this communicator after an error.
-      KOLO_RETURN_IF_ERROR(liveness_check_());
+      // using this communicator after an error. Every rank's background thread negotiates
+      // every cycle, so a wait here that lasts is a rank that stopped running (the progress
+      // check: frozen, or its runtime stopped), not one that is merely busy.
+      if (liveness_check_) KOLO_RETURN_IF_ERROR(liveness_check_());
+      KOLO_RETURN_IF_ERROR(CheckProgress(start, "the other ranks of the collective"));
       next_liveness_check = now + std::chrono::seconds(1);
     }
     std::this_thread::sleep_for(pause);

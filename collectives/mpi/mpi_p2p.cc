@@ -36,6 +36,8 @@ class MpiBatch : public P2PBatch {
       }
       requests_.push_back(req);
       is_recv_.push_back(op.kind == P2POp::Kind::kRecv);
+      peers_.push_back(op.peer);
+      tags_.push_back(op.tag);
       done += n;
     }
     return Status::OK();
@@ -53,23 +55,47 @@ class MpiBatch : public P2PBatch {
       // Spinning keeps latency low when the peer is running; yielding lets it run when ranks
       // share cores (MACHINE-NOTES.md: 4 ranks on 2 cores).
       if (polls > 64) sched_yield();
-      if ((polls & 1023) == 0 && comm_->liveness_check()) {
+      if ((polls & 1023) == 0) {
         const auto now = Clock::now();
         if (now >= next_check) {
-          KOLO_RETURN_IF_ERROR(comm_->liveness_check()());
+          if (comm_->liveness_check()) KOLO_RETURN_IF_ERROR(comm_->liveness_check()());
+          KOLO_RETURN_IF_ERROR(comm_->CheckProgress(start, Pending()));
           next_check = now + std::chrono::seconds(1);
         }
       }
     }
     requests_.clear();
     is_recv_.clear();
+    peers_.clear();
+    tags_.clear();
     return Status::OK();
   }
 
  private:
+  // The transfers not yet complete, for the progress check: "rank 1 (receive, tag 7)".
+  std::string Pending() const {
+    std::string out;
+    int shown = 0;
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      int done = 0;
+      if (requests_[i] == MPI_REQUEST_NULL ||
+          (MPI_Request_get_status(requests_[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done)) {
+        continue;
+      }
+      if (shown++ == 4) {
+        out += ", ...";
+        break;
+      }
+      out += (out.empty() ? "" : ", ") + std::string("rank ") + std::to_string(peers_[i]) +
+             (is_recv_[i] ? " (receive, tag " : " (send, tag ") + std::to_string(tags_[i]) + ")";
+    }
+    return out.empty() ? "the transfers to complete" : out;
+  }
+
   const MpiCommunicator* comm_;
   std::vector<MPI_Request> requests_;
   std::vector<bool> is_recv_;
+  std::vector<int> peers_, tags_;  // per request, for Pending()
 };
 
 }  // namespace

@@ -10,6 +10,11 @@
  *   kill            the last rank SIGKILLs itself 2 ms into a 16 MiB allreduce
  *   exit            the last rank _exit(0)s mid-job (no kolo_shutdown, no MPI_Finalize)
  *   forever         every rank allreduces until killed (for the Ctrl-C test); prints READY <pid>
+ *   freeze          the last rank stops itself (SIGSTOP) 2 ms into a 16 MiB allreduce and prints
+ *                   FROZEN <pid> first; the others' allreduce warns after
+ *                   KOLO_STALL_CHECK_TIME_SECONDS and fails after KOLO_STALL_SHUTDOWN_TIME_SECONDS
+ *                   (kolo stops: their next operation fails at once with that reason); the
+ *                   driver then kills the stopped rank
  */
 #include <kolo/kolo.h>
 #include <mpi.h>
@@ -47,7 +52,7 @@ static kolo_status_t allreduce(const char* name, float* buf, int64_t count) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: kolo_fault stall|early-shutdown|kill|exit|forever\n");
+    fprintf(stderr, "usage: kolo_fault stall|early-shutdown|kill|exit|forever|freeze\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -108,6 +113,29 @@ int main(int argc, char** argv) {
         break;
       }
     }
+  } else if (strcmp(mode, "freeze") == 0) {
+    for (int i = 0;; ++i) {
+      if (g_rank == last && i == 3) {
+        kolo_handle_t h = NULL;
+        kolo_allreduce_async("big", buf, buf, KOLO_FLOAT32, 1, &large, KOLO_OP_SUM, 1.0, 1.0, &h);
+        sleep_ms(2);
+        printf("FROZEN %d\n", (int)getpid());
+        fflush(stdout);
+        raise(SIGSTOP);
+        _exit(0); /* not reached: the driver kills this rank */
+      }
+      if (allreduce("big", buf, large) != KOLO_SUCCESS) {
+        /* kolo stopped: a later operation fails at once, with the same reason. */
+        rc = allreduce("after", buf, small) == KOLO_ERR_FAILED_PRECONDITION ? 0 : 4;
+        break;
+      }
+    }
+    /* Stay until the driver has every survivor's outcome and kills the job: a survivor that
+     * exits is a lost rank to the others still waiting, and MPI_Finalize would wait for the
+     * stopped one. */
+    printf("FAULT-DONE rank %d: %d\n", g_rank, rc);
+    fflush(stdout);
+    for (;;) pause();
   } else if (strcmp(mode, "forever") == 0) {
     printf("READY %d\n", (int)getpid());
     fflush(stdout);

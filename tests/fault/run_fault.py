@@ -107,6 +107,54 @@ def main():
                 fail(f"rank {r} did not name the lost rank {last}", out)
         if took > 30:
             fail(f"survivors took {took:.1f} s to end (bound 30 s)", out)
+    elif mode == "freeze":
+        # The last rank stops itself mid-transfer: each survivor warns (check time 1 s) naming
+        # the rank it waits for, then fails with DEADLINE_EXCEEDED (shutdown time 3 s); kolo
+        # stops, so its next operation fails at once (FAILED_PRECONDITION) with the same reason.
+        # Then the stopped rank is killed.
+        env.update(KOLO_STALL_CHECK_TIME_SECONDS="1", KOLO_STALL_SHUTDOWN_TIME_SECONDS="3")
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        lines, frozen, done = [], None, 0
+        start = time.monotonic()
+        deadline = start + 60
+        while done < last and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            m = re.match(r"FROZEN (\d+)", line)
+            if m:
+                frozen = int(m.group(1))
+            if line.startswith("FAULT-DONE"):
+                done += 1
+        took = time.monotonic() - start
+        os.killpg(proc.pid, signal.SIGKILL)  # the survivors wait to be killed
+        rest, _ = proc.communicate()
+        out = "".join(lines) + rest
+        if frozen is None:
+            fail("the last rank never froze", out)
+        if done < last:
+            fail(f"only {done} of {last} survivors ended within 60 s (a hang)", out)
+        # Each survivor warns naming the stopped rank: the peer watch sees its state on this
+        # host ("stopped on this host: rank N"), whichever transfer or negotiation waits.
+        for r in range(last):
+            m = re.search(rf"rank {r}: no progress for [0-9.]+ s waiting for .*stopped on this "
+                          rf"host: rank {last} \(pid \d+, stopped by a signal\).*"
+                          rf"KOLO_STALL_CHECK_TIME_SECONDS=1", out)
+            if not m:
+                fail(f"rank {r} did not warn naming the stopped rank {last}", out)
+            found = re.findall(rf"^FAULT-RESULT rank {r}: (\w+): (.*)$", out, re.M)
+            want = ["DEADLINE_EXCEEDED", "FAILED_PRECONDITION"]
+            if [s for s, _ in found] != want or any(
+                    f"waiting for" not in m or "KOLO_STALL_SHUTDOWN_TIME_SECONDS=3" not in m
+                    for _, m in found):
+                fail(f"rank {r}: expected {want} naming the wait, got {found}", out)
+        for r in range(last):
+            if not re.search(rf"^FAULT-DONE rank {r}: 0$", out, re.M):
+                fail(f"rank {r}: its next operation did not fail at once as expected", out)
+        if took > 30:
+            fail(f"survivors took {took:.1f} s to end (bound 30 s)", out)
     elif mode == "forever":
         # Ctrl-C on mpirun: every rank ends, none is left behind.
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
