@@ -1,5 +1,6 @@
 """kolo.torch all-reduce: every dtype x op x variant, scaling, layouts, bursts, grouped."""
 import time
+import warnings
 
 import pytest
 import torch
@@ -275,3 +276,58 @@ def test_grouped_allreduce_named_twice():
                                        op=hvd.Sum)
         for i, inputs in enumerate(all_inputs):
             assert_matches(result[i], reference_allreduce(inputs, "Sum"), "round %d" % round_)
+
+
+def _sparse_rows(key, rank, rows, at):
+    """Rank `rank`'s sparse input: rows `at` (two of them) hold values from `key`, the others
+    are zero; made from a dense tensor (to_sparse does not warn on any torch)."""
+    dense = torch.zeros(rows, 2, dtype=torch.float64)
+    values = all_rank_values(key, torch.float64, (2, 2))[rank]
+    dense[at[0]], dense[at[1]] = values[0], values[1]
+    return dense.to_sparse()
+
+
+@pytest.mark.parametrize("op", ["Sum", "Average"])
+def test_sparse_allreduce_under_warnings_as_errors(op):
+    # torch 2.x warns about sparse invariant checks unless told whether to check: kolo says
+    # so, and the result is right under -W error.
+    n = hvd.size()
+    inputs = [_sparse_rows(("sparse-w", op), r, 4, (r % 4, (r + 1) % 4)) for r in range(n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = hvd.sparse_allreduce_async(inputs[hvd.rank()], name="sparse.w.%s" % op,
+                                         op=op_of(op))()
+    assert out.is_sparse
+    assert_matches(out.to_dense(), reference_allreduce([t.to_dense() for t in inputs], op),
+                   "sparse allreduce")
+
+
+def _torch_checks_sparse_invariants():
+    try:
+        torch.sparse_coo_tensor(torch.zeros(1, 0, dtype=torch.int64), torch.zeros(0), (1,),
+                                check_invariants=True)
+    except TypeError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _torch_checks_sparse_invariants(),
+                    reason="this torch's sparse_coo_tensor has no check_invariants")
+def test_sparse_allreduce_checks_indices_from_other_ranks():
+    # Rank r's tensor has 4 + r rows and a value in its last one: every rank but the last
+    # receives a row beyond its size and gets torch's error instead of an invalid tensor; the
+    # last rank's size holds every row.
+    n, r = hvd.size(), hvd.rank()
+
+    def mine(q):
+        return _sparse_rows("sparse-size", q, 4 + q, (q, 3 + q))
+
+    handle = hvd.sparse_allreduce_async(mine(r), name="sparse.sizes", op=hvd.Sum)
+    if r < n - 1:
+        with pytest.raises(RuntimeError):
+            handle()
+        return
+    expected = torch.zeros(4 + r, 2, dtype=torch.float64)
+    for q in range(n):
+        expected[:4 + q] += mine(q).to_dense()
+    assert_matches(handle().to_dense(), expected, "sparse allreduce into the largest size")

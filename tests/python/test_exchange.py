@@ -1,7 +1,8 @@
 """reducescatter, alltoall, barrier and SyncBatchNorm, against references from every rank's
 known inputs:
   reducescatter: rank r gets rows [start_r, start_r + share_r) of the allreduce reference, the
-    first n % size ranks one row more (Horovod's split); gradient = scale * allgather(grad_out);
+    first n % size ranks one row more (Horovod's split); gradient = Horovod's,
+    prescale * postscale * allgather(grad_out), times size for Sum;
   alltoall: rank r gets, in rank order, the rows q sent to r; gradient = alltoall(grad_out) back
     with the received splits;
   SyncBatchNorm on a rank's batch = torch's BatchNorm on the concatenation of all ranks' batches
@@ -61,19 +62,82 @@ def test_grouped_reducescatter():
     assert_matches(out_b, reference_allreduce(b, "Sum")[sb:sb + cb])
 
 
-@pytest.mark.parametrize("op,prescale", [("Sum", 1.0), ("Average", 1.0), ("Average", 2.0)])
-def test_reducescatter_gradient(op, prescale):
+def horovod_reducescatter_grad(grads, op, prescale=1.0, postscale=1.0):
+    """Horovod 0.28.1's reducescatter gradient on every rank, from every rank's output gradient
+    (float64): the gradients gathered in rank order, times prescale * postscale, times the
+    number of ranks for Sum. (The adjoint would be that divided by the number of ranks.)"""
+    scale = prescale * postscale * (len(grads) if op == "Sum" else 1)
+    return torch.cat([g.double() for g in grads]) * scale
+
+
+@pytest.mark.parametrize("op,prescale,postscale", [("Sum", 1.0, 1.0), ("Average", 1.0, 1.0),
+                                                   ("Average", 2.0, 1.0), ("Sum", 0.5, 3.0)])
+def test_reducescatter_gradient(op, prescale, postscale):
     n = hvd.size()
     rows = 5
     x = rank_values(("rs-grad", op), hvd.rank(), torch.float64, (rows, 2), "Sum", n)
     x.requires_grad_(True)
-    y = hvd.reducescatter(x, op=getattr(hvd, op), prescale_factor=prescale)
-    # rank q weighs its share by (q + 1): dL/dy on rank q is q + 1 everywhere
-    (y * (hvd.rank() + 1)).sum().backward()
-    scale = prescale / (n if op == "Average" else 1)
-    expected = torch.cat([torch.full((s, 2), float(q + 1)) for q, s in
-                          enumerate(shares(rows))]).double() * scale
-    assert_matches(x.grad, expected, "gradient")
+    y = hvd.reducescatter(x, op=getattr(hvd, op), prescale_factor=prescale,
+                          postscale_factor=postscale)
+    # rank q weighs its share by w_q: dL/dy on rank q is w_q
+    ws = [rank_values(("rs-grad-w", op), q, torch.float64, (s, 2))
+          for q, s in enumerate(shares(rows))]
+    (y * ws[hvd.rank()]).sum().backward()
+    assert_matches(x.grad, horovod_reducescatter_grad(ws, op, prescale, postscale), "gradient")
+
+
+@pytest.mark.parametrize("op", ["Sum", "Average"])
+def test_grouped_reducescatter_gradient(op):
+    n = hvd.size()
+    shapes = [(5, 2), (n + 1,), (2 * n, 3)]
+    xs = [rank_values(("grs-grad", op, i), hvd.rank(), torch.float64, shape, "Sum", n)
+          .requires_grad_(True) for i, shape in enumerate(shapes)]
+    ys = hvd.grouped_reducescatter(xs, name="grs-grad.%s" % op, op=getattr(hvd, op),
+                                   prescale_factor=0.5, postscale_factor=3.0)
+    assert isinstance(ys, list) and len(ys) == len(xs)
+    ws = [[rank_values(("grs-grad-w", op, i), q, torch.float64, (s,) + shape[1:])
+           for q, s in enumerate(shares(shape[0]))] for i, shape in enumerate(shapes)]
+    sum(((y * w[hvd.rank()]).sum() for y, w in zip(ys, ws))).backward()
+    for i, (x, w) in enumerate(zip(xs, ws)):
+        assert_matches(x.grad, horovod_reducescatter_grad(w, op, 0.5, 3.0), "gradient %d" % i)
+
+
+def test_grouped_reducescatter_is_one_group():
+    # The ranks group different numbers of tensors: the whole group fails on every rank (no
+    # member completes, none waits for the missing one), and the name works again afterwards.
+    n, r = hvd.size(), hvd.rank()
+    tensors = [torch.ones(n, 2), torch.ones(2 * n)] + ([torch.ones(n)] if r == 0 else [])
+    with pytest.raises(hvd.HorovodInternalError):
+        hvd.grouped_reducescatter(tensors, name="grs-count", op=hvd.Sum)
+    out = hvd.grouped_reducescatter(tensors[:2], name="grs-count", op=hvd.Sum)
+    assert_matches(out[0], torch.full((1, 2), float(n)), "next group [0]")
+    assert_matches(out[1], torch.full((2,), float(n)), "next group [1]")
+
+
+@pytest.mark.parametrize("op", ["Adasum", "Min", "Max", "Product"])
+def test_reducescatter_refuses_other_ops_as_horovod(op):
+    # Horovod raises a RuntimeError; kolo's ValueError stays one too.
+    for call in (lambda: hvd.reducescatter(torch.zeros(4), op=getattr(hvd, op)),
+                 lambda: hvd.grouped_reducescatter([torch.zeros(4), torch.zeros(2)],
+                                                   op=getattr(hvd, op))):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert isinstance(info.value, ValueError), type(info.value)
+        assert isinstance(info.value, hvd.HorovodInternalError), type(info.value)
+        assert op in str(info.value), str(info.value)
+
+
+def test_reducescatter_op_refused_on_one_rank_fails_the_others():
+    # Only the last rank asks for Min: the others fail too instead of waiting for it.
+    last = hvd.size() - 1
+    op = hvd.Min if hvd.rank() == last else hvd.Sum
+    with pytest.raises(RuntimeError) as info:
+        hvd.reducescatter(torch.ones(hvd.size(), 2), name="rs-op-refused", op=op)
+    if hvd.rank() != last:
+        assert "rank %d refused it" % last in str(info.value), str(info.value)
+    # (another name: the last rank cannot tell when the others have seen its refusal)
+    out = hvd.reducescatter(torch.ones(hvd.size(), 2), name="rs-op-refused.next", op=hvd.Sum)
+    assert_matches(out, torch.full((1, 2), float(hvd.size())), "next op")
 
 
 def test_reducescatter_refuses_min_and_shape_mismatch():
@@ -126,6 +190,10 @@ def test_alltoall_errors():
     n = hvd.size()
     with pytest.raises(ValueError):
         hvd.alltoall(torch.zeros(n), splits=[1] * (n + 1))
+    # splits of a non-integer dtype: ValueError, as Horovod's (which wants int32)
+    for dtype in (torch.float32, torch.float64, torch.bool):
+        with pytest.raises(ValueError, match="splits"):
+            hvd.alltoall(torch.zeros(n), splits=torch.ones(n, dtype=dtype))
     # trailing dimensions differ across ranks: every rank fails, then the name works again
     with pytest.raises(hvd.HorovodInternalError) as info:
         hvd.alltoall(torch.zeros(n, 1 + hvd.rank()), name="a2a-mismatch")

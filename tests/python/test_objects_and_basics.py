@@ -5,6 +5,7 @@ import os
 import torch
 
 import kolo.torch as hvd
+from kolo import _kolo as _k
 
 
 def make_object(rank):
@@ -76,8 +77,9 @@ def test_rank_layout():
     assert ranks.tolist() == [[r, r, size] for r in range(size)]
 
 
-def test_built_and_enabled_functions_return_bools():
-    names = ["mpi_built", "mpi_enabled", "gloo_built", "gloo_enabled", "nccl_built", "ddl_built",
+def test_built_and_enabled_functions_return_horovods_types():
+    # Horovod 0.28.1's horovod/common/basics.py: bools, except nccl_built (an int).
+    names = ["mpi_built", "mpi_enabled", "gloo_built", "gloo_enabled", "ddl_built",
              "ccl_built", "cuda_built", "rocm_built", "mpi_threads_supported"]
     for name in names:
         value = getattr(hvd, name)()
@@ -85,6 +87,22 @@ def test_built_and_enabled_functions_return_bools():
             name, value, type(value).__name__)
     # kolo runs over MPI.
     assert hvd.mpi_built() is True and hvd.mpi_enabled() is True
+
+
+def test_nccl_built_is_horovods_version_code():
+    # Horovod's nccl_built(): NCCL_VERSION_CODE (e.g. 22809 for 2.28.9) when built with NCCL,
+    # else 0 — an int, not a bool, so code comparing it with a version works.
+    value = hvd.nccl_built()
+    assert type(value) is int, "nccl_built() returned %r (%s)" % (value, type(value).__name__)
+    if not _k.built_with_nccl():
+        assert value == 0
+        return
+    assert value > 0
+    if hasattr(_k, "nccl_version"):
+        assert value == _k.nccl_version()
+    # an NCCL 2 code (2708 for 2.7.8, 22809 for 2.28.9), or 1: built with NCCL, version
+    # unknown (neither the extension nor a loadable libnccl.so.2 says it)
+    assert value == 1 or value >= 2000, value
 
 
 def test_reduce_op_constants_are_distinct():

@@ -3,6 +3,7 @@
 Every rank rebuilds the model each rank starts from and each rank's data, so the expected
 gradients (the average over ranks of each rank's local gradient) and the root's parameters and
 optimizer state are computed locally, without kolo."""
+import os
 import warnings
 
 import pytest
@@ -86,6 +87,48 @@ def test_gradients_are_the_average_over_ranks():
     assert_grads(model, expected2, "second iteration")
     with opt.skip_synchronize():
         opt.step()
+
+
+def _compiled_autograd():
+    """torch._dynamo's compiled autograd context (its name changed across torch 2.x), or None
+    where torch has no torch.compiler (torch 1.x)."""
+    if getattr(getattr(torch, "compiler", None), "disable", None) is None:
+        return None
+    try:
+        import torch._dynamo.compiled_autograd as ca
+        from torch._dynamo.convert_frame import input_codes
+    except ImportError:
+        return None
+    enable = getattr(ca, "_enable", None) or getattr(ca, "enable", None)
+    if enable is None or not hasattr(input_codes, "seen"):
+        return None
+    return enable, input_codes
+
+
+@pytest.mark.skipif(_compiled_autograd() is None, reason="torch without compiled autograd")
+def test_gradient_hooks_are_kept_out_of_compiled_autograd():
+    # Under compiled autograd the backward graph is traced by torch.compile; kolo's hooks (which
+    # submit the all-reduces) must run as they are, not be traced: no frame of kolo.torch is
+    # compiled, and the gradients are still every rank's average.
+    import torch._dynamo
+    enable, input_codes = _compiled_autograd()
+    model = make_model()
+    opt = hvd.DistributedOptimizer(sgd(model), named_parameters=model.named_parameters())
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # dynamo's notes on the model's own graph breaks
+            with enable(torch.compile(backend="eager")):
+                loss_of(model, hvd.rank(), 0).backward()
+        compiled = [ref() for ref in input_codes.seen]
+    finally:
+        torch._dynamo.reset()
+    opt.synchronize()
+    kolo_dir = os.path.dirname(hvd.__file__)
+    traced = sorted({"%s (%s)" % (c.co_name, os.path.basename(c.co_filename))
+                     for c in compiled if c is not None and c.co_filename.startswith(kolo_dir)})
+    assert not traced, "compiled autograd traced kolo.torch's code: %s" % ", ".join(traced)
+    assert_grads(model, averaged_grads([0]), "compiled autograd")
 
 
 def test_without_named_parameters():
@@ -242,8 +285,9 @@ def _same_option(got, want):
     return got == want
 
 
+@pytest.mark.parametrize("with_model", [False, True], ids=["no-model", "model"])
 @pytest.mark.parametrize("kind", ["sgd-momentum", "adam"])
-def test_broadcast_optimizer_state(kind):
+def test_broadcast_optimizer_state(kind, with_model):
     n = hvd.size()
     root = n - 1
     r = hvd.rank()
@@ -256,7 +300,10 @@ def test_broadcast_optimizer_state(kind):
     _train(ref_model, ref_opt, root, steps=root + 1)
 
     hvd.broadcast_parameters(model.state_dict(), root_rank=root)
-    hvd.broadcast_optimizer_state(opt, root_rank=root)
+    if with_model:
+        hvd.broadcast_optimizer_state(opt, root, model)  # Horovod's positional model
+    else:
+        hvd.broadcast_optimizer_state(opt, root_rank=root)
 
     got, want = opt.state_dict(), ref_opt.state_dict()
     assert len(got["param_groups"]) == len(want["param_groups"])
@@ -300,6 +347,52 @@ def test_broadcast_optimizer_state_fresh(kind):
         assert _same_option(g["lr"], w["lr"]), (g["lr"], w["lr"])
     for p, b in zip(model.parameters(), before):
         assert torch.equal(p, b), "broadcast_optimizer_state changed a parameter"
+
+
+class _SparseEmbeddingNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(77)
+        self.embedding = torch.nn.Embedding(10, 3, sparse=True)
+        self.linear = torch.nn.Linear(3, 2)
+
+    def forward(self, idx):
+        return self.linear(self.embedding(idx))
+
+
+@pytest.mark.parametrize("distributed", [False, True], ids=["sgd", "distributed-sgd"])
+def test_broadcast_optimizer_state_model_marks_sparse_parameters(distributed):
+    # Horovod's model argument: a fresh SGD's zero gradients are sparse for the parameters of
+    # the model's sparse embeddings (as their real gradients will be), dense elsewhere; without
+    # the model every zero gradient is dense.
+    for with_model in (True, False):
+        model = _SparseEmbeddingNet()
+        before = [p.detach().clone() for p in model.parameters()]
+        opt = torch.optim.SGD(model.parameters(), lr=0.01 * (hvd.rank() + 1))
+        if distributed:
+            opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+        if with_model:
+            hvd.broadcast_optimizer_state(opt, 0, model)
+        else:
+            hvd.broadcast_optimizer_state(opt, 0)
+        emb, lin = model.embedding.weight.grad, model.linear.weight.grad
+        assert emb.is_sparse == with_model, (with_model, emb.layout)
+        assert not lin.is_sparse
+        assert torch.equal(emb.to_dense(), torch.zeros(10, 3))
+        assert torch.equal(lin, torch.zeros(2, 3))
+        for p, b in zip(model.parameters(), before):
+            assert torch.equal(p.detach(), b), "broadcast_optimizer_state changed a parameter"
+        if distributed:  # the zero gradients were never all-reduced: training goes on
+            opt.zero_grad()
+            model(torch.tensor([1, 2, hvd.rank()])).sum().backward()
+            opt.step()
+
+
+def test_broadcast_optimizer_state_third_argument_is_the_model():
+    model = make_model()
+    opt = _make_optimizer("adam", model, hvd.rank())
+    with pytest.raises(TypeError, match="process_set="):
+        hvd.broadcast_optimizer_state(opt, 0, hvd.global_process_set)
 
 
 def test_distributed_optimizer_after_broadcast_keeps_ranks_in_step():

@@ -278,9 +278,10 @@ def test_reducescatter(kind, op):
 @pytest.mark.parametrize("op", ["Sum", "Average"])
 def test_sparse_allreduce(op):
     def sparse_of(r):  # two entries per rank, at rows that overlap between ranks
-        idx = torch.tensor([[r % 4, (r + 1) % 4], [0, 1]])
-        return torch.sparse_coo_tensor(idx, values(("ps-sparse", op), r, torch.float64, (2,)),
-                                       (4, 2))
+        dense = torch.zeros(4, 2, dtype=torch.float64)
+        v = values(("ps-sparse", op), r, torch.float64, (2,))
+        dense[r % 4, 0], dense[(r + 1) % 4, 1] = v[0], v[1]
+        return dense.to_sparse()  # (sparse_coo_tensor would warn on torch 2.x)
 
     with partition() as ps:
         ranks = ps.ranks
@@ -400,6 +401,9 @@ def test_allgather_broadcast_reducescatter_alltoall_gradients_on_a_set():
         wr = {r: values("ps-rs-w", r, torch.float64, (2, 2)) for r in ranks}
         xr = torch.zeros(rows, 2, dtype=torch.float64, requires_grad=True)
         (hvd.reducescatter(xr, op=hvd.Average, process_set=ps) * wr[hvd.rank()]).sum().backward()
+        xg = torch.zeros(rows, 2, dtype=torch.float64, requires_grad=True)
+        (hvd.grouped_reducescatter([xg], op=hvd.Sum, process_set=ps)[0]
+         * wr[hvd.rank()]).sum().backward()
 
         # alltoall, one row to each member: member q's output row i came from member i
         wa = {r: values("ps-a2a-w", r, torch.float64, (k, 2)) for r in ranks}
@@ -413,8 +417,12 @@ def test_allgather_broadcast_reducescatter_alltoall_gradients_on_a_set():
     expected_b = torch.stack([wb[r] for r in ranks]).mean(0) if hvd.rank() == root else \
         torch.zeros(3, dtype=torch.float64)
     assert_matches(xb.grad, expected_b, "broadcast gradient")
-    # reducescatter (Average over the set): every member's rows gathered, divided by k
-    assert_matches(xr.grad, torch.cat([wr[r] for r in ranks]) / k, "reducescatter gradient")
+    # reducescatter (Average over the set): Horovod's gradient, every member's rows gathered
+    # (k times the adjoint, which divides by k)
+    assert_matches(xr.grad, torch.cat([wr[r] for r in ranks]), "reducescatter gradient")
+    # grouped, Sum: that times the set's size (not the world's)
+    assert_matches(xg.grad, torch.cat([wr[r] for r in ranks]) * k,
+                   "grouped_reducescatter gradient")
     # alltoall: the gradient of the row sent to member j is j's output gradient at row i
     assert_matches(xa.grad, torch.stack([wa[r][i] for r in ranks]), "alltoall gradient")
 

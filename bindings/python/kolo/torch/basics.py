@@ -2,6 +2,8 @@
 flags (Horovod's names). Process sets are in process_sets, the collective operations in mpi_ops.
 """
 
+import ctypes
+import functools
 import os
 
 import torch
@@ -141,8 +143,29 @@ def gloo_built():
 
 
 def nccl_built():
-    """True when kolo was built with NCCL."""
-    return bool(_k.built_with_nccl())
+    """Horovod's value: an int, the NCCL version code kolo was built with (NCCL_VERSION_CODE,
+    e.g. 22809 for NCCL 2.28.9), or 0 when kolo was built without NCCL."""
+    if not _k.built_with_nccl():
+        return 0
+    version = getattr(_k, "nccl_version", None)
+    if version is not None:
+        return int(version())
+    return _loaded_nccl_version()
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded_nccl_version():
+    """For an extension that does not report NCCL's version: the version code of the
+    libnccl.so.2 that kolo loads at run time (ncclGetVersion), or 1 (built with NCCL, version
+    unknown) when it cannot be loaded."""
+    try:
+        lib = ctypes.CDLL("libnccl.so.2")
+        code = ctypes.c_int(0)
+        if lib.ncclGetVersion(ctypes.byref(code)) == 0 and code.value > 0:
+            return int(code.value)
+    except (OSError, AttributeError):
+        pass
+    return 1
 
 
 def cuda_built():

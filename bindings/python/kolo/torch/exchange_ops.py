@@ -4,8 +4,11 @@ Same conventions as mpi_ops (int handles for poll()/synchronize(), names "<op>.<
 "<op>.noname.<n>", HorovodInternalError carrying the runtime's message, ``process_set``: the
 ranks that take part; inside a set, rank r is the r-th of its ascending ranks). The autograd
 rules:
-- reducescatter: y_r = s * reduce_q(x_q)[rows of r] with s = prescale * postscale (/ set size
-  for Average), so dL/dx_q = s * allgather(dL/dy) — every rank's gradient rows, gathered;
+- reducescatter (and grouped_reducescatter): Horovod's gradient, prescale * postscale *
+  allgather(dL/dy) for Average and that times the set's size for Sum. For
+  y_r = s * reduce_q(x_q)[rows of r] (s = prescale * postscale, / set size for Average) the
+  adjoint is s * allgather(dL/dy): Horovod's gradient is the set's size times it, and kolo keeps
+  Horovod's value so that code written for Horovod gets the same gradients;
 - alltoall: the gradient of what rank r received from q goes back to q: an alltoall of the
   output gradient with the received splits as the send splits (Horovod's rule).
 """
@@ -17,7 +20,7 @@ import torch
 from kolo import _kolo as _k
 from kolo.torch import mpi_ops as _ops
 from kolo.torch.compression import Compression
-from kolo.torch.mpi_ops import Average, Sum, global_process_set
+from kolo.torch.mpi_ops import _OP_NAMES, Average, Sum, global_process_set
 from kolo.torch.process_sets import _as_set, _process_set_id
 
 
@@ -32,9 +35,28 @@ def _gathered(h, dtype, received_splits=False):
     return finish
 
 
-def _check_reduce_op(op, what):
-    if op not in (Average, Sum):
-        raise ValueError("kolo %s: op must be Average or Sum, got %r" % (what, op))
+def _check_reduce_op(op, what, set_id, names):
+    """Refuses an op other than Average and Sum (reducescatter's). The error is an
+    InvalidSubmissionError: a RuntimeError, as Horovod's (whose runtime refuses the op), and a
+    ValueError. The refusal is announced to the set's other ranks (``names``: the operation's
+    names), so their submissions of these names fail instead of waiting for this rank."""
+    if op in (Average, Sum):
+        return
+    err = _ops.InvalidSubmissionError("kolo %s: op must be Average or Sum, got %s"
+                                      % (what, _OP_NAMES.get(op, repr(op))))
+    err.code = _ops._INVALID_ARGUMENT
+    for n in names:
+        try:
+            _k.refuse(set_id, "reducescatter", n, str(err))
+        except _k.KoloError:
+            pass  # not initialised, or not a member: nobody waits for this rank
+    raise err
+
+
+def _grad_scale(op, process_set, prescale_factor, postscale_factor):
+    """The factor of reducescatter's gradient (Horovod's; see the module docstring)."""
+    scale = prescale_factor * postscale_factor
+    return scale * _as_set(process_set).size() if op == Sum else scale
 
 
 # ---- reducescatter --------------------------------------------------------------------------
@@ -55,7 +77,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     set_id = _process_set_id(process_set, "reducescatter")
     handle, full_name = _ops._new_handle("reducescatter", name, set_id)
     what = "reducescatter '%s'" % full_name
-    _check_reduce_op(op, what)
+    _check_reduce_op(op, what, set_id, [full_name])
     _ops._check_tensor(tensor, what, set_id, cuda_ok=True)
     inp = _ops._contiguous(tensor)
     h = _ops._submit(_k.reducescatter_async, full_name, _ops._capsule(inp),
@@ -69,16 +91,16 @@ class HorovodReducescatter(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
-        ctx.scale = prescale_factor * postscale_factor / (
-            _as_set(process_set).size() if op == Average else 1)
+        handle = reducescatter_async(tensor, name, op, process_set, prescale_factor,
+                                     postscale_factor)  # first: it checks the arguments
+        ctx.scale = _grad_scale(op, process_set, prescale_factor, postscale_factor)
         ctx.process_set = process_set
-        return _ops.synchronize(reducescatter_async(tensor, name, op, process_set,
-                                                    prescale_factor, postscale_factor))
+        return _ops.synchronize(handle)
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = _ops.allgather(grad_output.contiguous(), process_set=ctx.process_set)
-        return grad * ctx.scale, None, None, None, None, None
+        grad = _ops.allgather(grad_output * ctx.scale, process_set=ctx.process_set)
+        return grad, None, None, None, None, None
 
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
@@ -98,8 +120,8 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     set_id = _process_set_id(process_set, "grouped_reducescatter")
     tensors = _ops._as_tensor_list(tensors, "grouped_reducescatter")
     handle, names = _ops._grouped_names("reducescatter", name, len(tensors), set_id)
+    _check_reduce_op(op, "grouped_reducescatter '%s'" % names[0], set_id, names)
     for t, n in zip(tensors, names):
-        _check_reduce_op(op, "grouped_reducescatter '%s'" % n)
         _ops._check_tensor(t, "grouped_reducescatter '%s'" % n, set_id, names, cuda_ok=True)
     inputs = [_ops._contiguous(t) for t in tensors]
     handles = _ops._submit(_k.grouped_async, "reducescatter", names,
@@ -111,15 +133,35 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     return _ops._register(handle, handles, inputs, lambda: tuple(s() for s in steps))
 
 
+class HorovodGroupedReducescatter(torch.autograd.Function):
+    """Grouped reducescatter as an autograd function (gradient: see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, name, op, process_set, prescale_factor, postscale_factor, *tensors):
+        handle = grouped_reducescatter_async(list(tensors), name, op, process_set,
+                                             prescale_factor, postscale_factor)
+        ctx.scale = _grad_scale(op, process_set, prescale_factor, postscale_factor)
+        ctx.process_set = process_set
+        return _ops.synchronize(handle)
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = _ops.grouped_allgather([g * ctx.scale for g in grad_output],
+                                       process_set=ctx.process_set)
+        return (None, None, None, None, None) + tuple(grads)
+
+
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
-    """reducescatter of each tensor; returns a list of this rank's shares. Differentiable."""
+    """Reduces each tensor of ``tensors`` over all ranks as one all-or-nothing group (see
+    grouped_reducescatter_async) and returns the list of this rank's shares; the inputs are not
+    modified. Differentiable."""
     tensors = _ops._as_tensor_list(tensors, "grouped_reducescatter")
-    names = [None] * len(tensors) if name is None else \
-        ["%s.%d" % (name, i) for i in range(len(tensors))]
-    return [reducescatter(t, n, compression, op, process_set, prescale_factor, postscale_factor)
-            for t, n in zip(tensors, names)]
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
+    shares = HorovodGroupedReducescatter.apply(name, op, process_set, prescale_factor,
+                                               postscale_factor, *compressed)
+    return [compression.decompress(s, c) for s, c in zip(shares, ctxs)]
 
 
 # ---- alltoall -------------------------------------------------------------------------------
@@ -129,6 +171,10 @@ def _split_list(splits, what, process_set):
     if splits is None:
         return []
     if isinstance(splits, torch.Tensor):
+        if splits.dtype.is_floating_point or splits.dtype.is_complex or splits.dtype == torch.bool:
+            # Horovod refuses a splits tensor that is not int32 with a ValueError
+            raise ValueError("kolo %s: splits must hold integers, got a %s tensor"
+                             % (what, splits.dtype))
         splits = splits.tolist()
     splits = [int(s) for s in splits]
     size = _as_set(process_set).size()

@@ -13,7 +13,7 @@ import torch
 from kolo.torch.mpi_ops import allgather, broadcast_, broadcast_async_, synchronize
 from kolo.torch.mpi_ops import rank
 from kolo.torch.mpi_ops import global_process_set
-from kolo.torch.process_sets import _as_set, _process_set_id
+from kolo.torch.process_sets import ProcessSet, _as_set, _process_set_id
 
 
 def _bytes_tensor(payload):
@@ -47,7 +47,7 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
         synchronize(handle)
 
 
-def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """Broadcasts an optimizer's state (per-parameter tensors such as momentum buffers, and
     the hyperparameters of each parameter group) from ``root_rank`` to all other ranks.
 
@@ -56,15 +56,35 @@ def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_s
     nothing), which leaves parameters unchanged for SGD (with or without momentum) and Adam
     unless weight decay is set. Tensors in the state are broadcast in place; everything else
     (learning rate, betas, step counts kept as numbers...) is broadcast as one pickled object.
-    ``root_rank`` is a global rank; ``process_set``: the ranks that take part (default: all).
+
+    Arguments:
+        optimizer: a torch.optim.Optimizer or a DistributedOptimizer.
+        root_rank: the rank whose state everybody gets (a global rank, even with a process
+            set, as in Horovod).
+        model: (optional, Horovod's third argument) the model, used to identify sparse
+            parameters: the zero gradients of the parameters of its ``nn.Embedding(...,
+            sparse=True)`` modules are sparse for torch.optim.SGD (always for SparseAdam), as
+            their real gradients will be.
+        process_set: the ranks that take part (default: all; kolo's addition, a keyword
+            after Horovod's arguments).
     """
     from kolo.torch.optimizer import _DistributedOptimizer
 
+    if isinstance(model, ProcessSet):
+        raise TypeError("broadcast_optimizer_state: the third argument is Horovod's model; pass "
+                        "the process set as process_set=...")
     _process_set_id(process_set, "broadcast_optimizer_state")
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
 
     state_dict = optimizer.state_dict()
+
+    # The parameters of sparse embeddings, as Horovod finds them.
+    sparse_params = set()
+    if model is not None:
+        for m in model.modules():
+            if isinstance(m, torch.nn.Embedding) and m.sparse:
+                sparse_params.update(id(p) for p in m.parameters())
 
     # A new optimizer has no state: make it by a step with zero gradients.
     if len(state_dict["state"]) == 0:
@@ -72,7 +92,8 @@ def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_s
             for p in group["params"]:
                 if p.requires_grad and id(p) not in state_dict["state"]:
                     p.grad = p.data.new(p.size()).zero_()
-                    if isinstance(optimizer, torch.optim.SparseAdam):
+                    if isinstance(optimizer, torch.optim.SparseAdam) or (
+                            isinstance(optimizer, torch.optim.SGD) and id(p) in sparse_params):
                         p.grad = p.grad.to_sparse()
         if isinstance(optimizer, _DistributedOptimizer):
             # The wrapped optimizer's step: the distributed one would all-reduce, and deadlock

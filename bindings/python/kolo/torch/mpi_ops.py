@@ -581,9 +581,25 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
         if indices.dim() == 0 or values.dim() == 0:
             return t.new().resize_as_(t)
         return torch.sparse_coo_tensor(indices.transpose(0, 1), values, t.size(),
-                                       dtype=t.dtype, device=t.device)
+                                       dtype=t.dtype, device=t.device, **_SPARSE_CHECK)
 
     return handle
+
+
+def _sparse_check_argument():
+    """``check_invariants=True`` where torch.sparse_coo_tensor takes it (torch >= 2.0): the
+    indices come from other ranks, so a rank whose tensor is smaller than a peer's gets an
+    error instead of a tensor with out-of-range indices, and torch does not warn that the
+    checks are implicitly disabled (which fails under ``-W error``). Nothing on older torch."""
+    try:
+        torch.sparse_coo_tensor(torch.zeros(1, 0, dtype=torch.int64), torch.zeros(0), (1,),
+                                check_invariants=True)
+    except TypeError:
+        return {}
+    return {"check_invariants": True}
+
+
+_SPARSE_CHECK = _sparse_check_argument()
 
 
 # ---- allgather ------------------------------------------------------------------------------

@@ -37,6 +37,15 @@ def _split_list(items, n):
     return parts
 
 
+def _not_compiled(hook):
+    """``hook`` kept out of torch.compile, and so out of the graph that compiled autograd
+    (torch._dynamo's) traces from the backward pass: it submits kolo operations, which the
+    compiler cannot trace. torch.compiler.disable where it exists (torch >= 2.1); ``hook``
+    itself on older torch, which has no compiler."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return hook if disable is None else disable(hook)
+
+
 class _DistributedOptimizer(object):
     """Mixed in before the wrapped optimizer's class; see DistributedOptimizer()."""
 
@@ -171,7 +180,7 @@ class _DistributedOptimizer(object):
                     # The gradient accumulator of p: its hook runs once backward has added
                     # this pass's gradient into p.grad. Kept referenced so it stays the same node.
                     grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    grad_acc.register_hook(self._make_hook(p))
+                    grad_acc.register_hook(_not_compiled(self._make_hook(p)))
                     self._grad_accs.append(grad_acc)
 
     def _scale_factors(self):
