@@ -150,4 +150,56 @@ Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorit
   return Status::OK();
 }
 
+Status FusionExecutor::RunAdasum(Communicator& comm, AdasumAllreduce& adasum,
+                                 const AllreduceJob& job, ExecutorObserver* observer) {
+  if (job.tensors.empty()) return Status::OK();
+  if (job.tensors.size() == 1 && !IsHalf(job.dtype)) {
+    const FusedTensor& t = job.tensors[0];
+    AllreduceArgs args{t.input, t.output, t.count, job.dtype, ReduceOp::kAdasum};
+    if (job.prescale != 1.0) {
+      KOLO_RETURN_IF_ERROR(ScaleCopy(t.output, t.input, t.count, job.dtype, job.prescale));
+      args.send = t.output;
+    }
+    {
+      StageScope reduce(observer, ExecutorObserver::Stage::kReduce, 0, 0);
+      KOLO_RETURN_IF_ERROR(adasum.Run(comm, args));
+    }
+    return Finish(t.output, t.output, t.count, job, comm.Size());
+  }
+  const DataType wire = WireType(job.dtype);
+  const size_t wsize = DataTypeSize(wire);
+  std::vector<size_t> counts;
+  size_t total = 0;
+  for (const FusedTensor& t : job.tensors) {
+    counts.push_back(t.count);
+    total += t.count;
+  }
+  if (total == 0) return Status::OK();  // the same on every rank: nothing to exchange
+  KOLO_RETURN_IF_ERROR(whole_.Reserve(total * wsize));
+  char* buf = whole_.data();
+  const size_t last = job.tensors.size() - 1;
+  std::optional<StageScope> stage;
+  stage.emplace(observer, ExecutorObserver::Stage::kPack, 0, last);
+  size_t at = 0;
+  for (const FusedTensor& t : job.tensors) {
+    if (IsHalf(job.dtype)) {
+      WidenToFloat32(reinterpret_cast<float*>(buf) + at, t.input, t.count, job.dtype,
+                     static_cast<float>(job.prescale));
+    } else {
+      KOLO_RETURN_IF_ERROR(ScaleCopy(buf + at * wsize, t.input, t.count, job.dtype, job.prescale));
+    }
+    at += t.count;
+  }
+  stage.emplace(observer, ExecutorObserver::Stage::kReduce, 0, last);
+  KOLO_RETURN_IF_ERROR(
+      adasum.RunFused(comm, AllreduceArgs{buf, buf, total, wire, ReduceOp::kAdasum}, counts));
+  stage.emplace(observer, ExecutorObserver::Stage::kUnpack, 0, last);
+  at = 0;
+  for (const FusedTensor& t : job.tensors) {
+    KOLO_RETURN_IF_ERROR(Finish(t.output, buf + at * wsize, t.count, job, comm.Size()));
+    at += t.count;
+  }
+  return Status::OK();
+}
+
 }  // namespace kolo

@@ -9,13 +9,16 @@
 //    by size truncating toward zero, then postscaled;
 //  - a Response with a single tensor that needs no widening skips the buffer: it is reduced
 //    straight from input to output (in place when they are the same), in calls of at most one
-//    piece each (the communicator cuts them).
+//    piece each (the communicator cuts them);
+//  - Adasum (RunAdasum) scales like Sum (prescale before, postscale after; no division), and
+//    takes its tensors whole: its dot products span a tensor, so it cannot run in pieces.
 #ifndef KOLO_FUSION_EXECUTOR_H_
 #define KOLO_FUSION_EXECUTOR_H_
 
 #include <vector>
 
 #include "collectives/algorithm.h"
+#include "collectives/host/adasum_allreduce.h"
 #include "fusion/fusion_buffer.h"
 
 namespace kolo {
@@ -40,7 +43,7 @@ class ExecutorObserver {
 
 struct AllreduceJob {
   DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;  // Average, Sum, Min, Max or Product
+  ReduceOp op = ReduceOp::kSum;  // Average, Sum, Min, Max or Product (Adasum: RunAdasum)
   double prescale = 1.0;
   double postscale = 1.0;
   std::vector<FusedTensor> tensors;
@@ -55,6 +58,12 @@ class FusionExecutor {
   // `observer`: nullptr, or told of each stage.
   Status Run(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
              ExecutorObserver* observer = nullptr);
+  // job.op == kAdasum, host tensors. One tensor that needs no widening runs in its output, as
+  // in Run; otherwise all the tensors are packed (prescaled, float16/bfloat16 widened to
+  // float32) into one buffer of their total size, which grows and is kept like the fusion
+  // buffer, and their counts keep them apart in the dot products.
+  Status RunAdasum(Communicator& comm, AdasumAllreduce& adasum, const AllreduceJob& job,
+                   ExecutorObserver* observer = nullptr);
 
  private:
   Status RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
@@ -66,6 +75,7 @@ class FusionExecutor {
 
   size_t piece_bytes_;
   FusionBuffer buffer_;
+  FusionBuffer whole_;  // Adasum's packed tensors (allocated on its first use)
 };
 
 }  // namespace kolo

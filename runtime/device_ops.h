@@ -57,7 +57,7 @@
 namespace kolo {
 
 // Why CUDA tensors of `dtype` cannot be reduced with `op` on the device ("NCCL has no int16",
-// "Average of integer CUDA tensors is not supported (use Sum)"), or "" when they can.
+// "Average of integer CUDA tensors is not supported (use Sum)", Adasum), or "" when they can.
 std::string DeviceReductionRefusal(DataType dtype, ReduceOp op);
 
 // What an enqueued device operation leaves to its completion. Filled as far as the operation

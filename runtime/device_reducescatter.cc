@@ -33,6 +33,10 @@
 namespace kolo {
 
 std::string DeviceReductionRefusal(DataType dtype, ReduceOp op) {
+  if (op == ReduceOp::kAdasum) {
+    return "Adasum of CUDA tensors is not supported (kolo's Adasum runs on host tensors: copy "
+           "the tensor to the CPU)";
+  }
   if (dtype == DataType::kInt16 || dtype == DataType::kUInt16 || dtype == DataType::kBool) {
     return "NCCL has no " + std::string(DataTypeName(dtype)) +
            " reduction, so CUDA tensors of it cannot be reduced (convert to int32, or reduce "

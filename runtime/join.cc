@@ -52,7 +52,8 @@ void FillTyped(void* dst, size_t count, ReduceOp op) {
 
 void FillIdentity(void* dst, size_t count, DataType dtype, ReduceOp op) {
   if (count == 0) return;
-  if (op == ReduceOp::kSum || op == ReduceOp::kAverage) {
+  // Zero is Adasum's identity too: a zero vector's coefficient is 1 and it adds nothing.
+  if (op == ReduceOp::kSum || op == ReduceOp::kAverage || op == ReduceOp::kAdasum) {
     std::memset(dst, 0, count * DataTypeSize(dtype));  // 0, +0.0 and false in every dtype
     return;
   }
@@ -94,7 +95,8 @@ Status JoinedAllreduceJob(const Response& response, const std::vector<TensorEntr
                          " counts for " + std::to_string(entries.size()) + " tensors");
   }
   // Zeros are the identity after any prescale; the other identities are not.
-  const bool sum = job->op == ReduceOp::kSum || job->op == ReduceOp::kAverage;
+  const bool sum =
+      job->op == ReduceOp::kSum || job->op == ReduceOp::kAverage || job->op == ReduceOp::kAdasum;
   const double prescale = job->prescale;
   if (!sum) job->prescale = 1.0;
   const size_t esize = DataTypeSize(response.dtype);

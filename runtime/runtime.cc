@@ -409,6 +409,18 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
     FinishAllreduceOnDevice(response, device, std::move(entries), std::move(status));
     return;
   }
+  if (job.op == ReduceOp::kAdasum) {
+    // One algorithm does Adasum (submission refused the rest: other dtypes, rank counts that
+    // are not powers of two, CUDA tensors), so KOLO_ALLREDUCE_ALGO, which forces how the
+    // other ops reduce, does not apply.
+    if (status.ok()) {
+      std::optional<TimelineStages> stages;
+      if (timeline_.enabled()) stages.emplace(timeline_, response.names, "ALLREDUCE (adasum)");
+      status = fusion_.RunAdasum(*data_, adasum_, job, stages ? &*stages : nullptr);
+    }
+    FinishAllreduce(response, entries, status);
+    return;
+  }
   size_t count = 0;
   for (const FusedTensor& t : job.tensors) count += t.count;
   SelectionInput in = DescribeCommunicator(*data_);

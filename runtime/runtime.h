@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "collectives/communicator.h"
+#include "collectives/host/adasum_allreduce.h"
 #include "collectives/host/collective_choice.h"
 #include "collectives/registry.h"
 #include "fusion/executor.h"
@@ -191,6 +192,8 @@ class Runtime {
   FusionExecutor fusion_;
   DeviceAllreduce device_allreduce_;  // CUDA tensors (runtime/device_allreduce.h)
   AllreduceSelector selector_;
+  // ReduceOp::kAdasum on host tensors: its own algorithm, not chosen by the selector.
+  AdasumAllreduce adasum_;
   std::optional<CostModel> cost_model_;
   CollectiveChoice collectives_;  // all-gather, broadcast, reduce-scatter, all-to-all
   TensorQueue queue_;

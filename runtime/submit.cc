@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "collectives/cuda/device.h"
+#include "collectives/host/adasum_allreduce.h"
 #include "runtime/device_ops.h"
 #include "runtime/operations.h"
 #include "runtime/runtime.h"
@@ -16,6 +17,19 @@ namespace {
 
 std::string Describe(const Submission& s) {
   return std::string(OpTypeName(s.op)) + " '" + s.name + "'";
+}
+
+// Adasum's coefficients need real numbers, and the tree it combines over a power-of-two
+// number of ranks. Every rank refuses alike, at submission, so none waits for the others.
+Status ValidateAdasum(const Submission& s, int size) {
+  if (!IsFloatingPoint(s.dtype)) {
+    return InvalidArgumentError(Describe(s) +
+                                ": Adasum needs a floating-point tensor (float16, bfloat16, "
+                                "float32 or float64), not " +
+                                std::string(DataTypeName(s.dtype)));
+  }
+  const Status ranks = CheckAdasumRanks(size);
+  return ranks.ok() ? ranks : Status(ranks.code(), Describe(s) + ": " + ranks.message());
 }
 
 Status Validate(const Submission& s, int size) {
@@ -51,9 +65,7 @@ Status Validate(const Submission& s, int size) {
   }
   switch (s.op) {
     case OpType::kAllreduce:
-      if (s.reduce_op == ReduceOp::kAdasum) {
-        return UnimplementedError(Describe(s) + ": Adasum is not supported yet");
-      }
+      if (s.reduce_op == ReduceOp::kAdasum) KOLO_RETURN_IF_ERROR(ValidateAdasum(s, size));
       KOLO_RETURN_IF_ERROR(ValidateScaling(s));
       break;
     case OpType::kAllgather:

@@ -5,12 +5,14 @@
 //    shapes of 1-3 dims, in-place and out-of-place (input untouched), scale factors;
 //  - all-gather: first dimension different per rank (including 0 rows on one rank), 1-3 dims;
 //  - broadcast: from the last rank and from every root, in-place and out-of-place;
-//  - zero-element tensors, scalars (ndim 0), argument checks at submission, Adasum refused,
-//    name reuse after completion, a name still in flight refused while the first op completes.
+//  - zero-element tensors, scalars (ndim 0), argument checks at submission, name reuse after
+//    completion, a name still in flight refused while the first op completes;
+//  - Adasum against its tree reference (or, at 3 ranks, refused naming the count).
 #include <kolo/kolo.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "unit/adasum_reference.h"
 
 namespace kolo_test {
 namespace {
@@ -308,16 +311,73 @@ TEST(CollectivesRefused, BoolScaleFactorsMustBeOne) {
             KOLO_ERR_INVALID_ARGUMENT);
 }
 
-TEST(CollectivesRefused, AdasumIsUnimplemented) {
-  for (kolo_dtype_t dtype : {KOLO_FLOAT32, KOLO_FLOAT16, KOLO_FLOAT64, KOLO_INT32}) {
+// Adasum at a power-of-two rank count: each tensor against the tree reference
+// (tests/unit/adasum_reference.h) of every rank's input, rebuilt locally; several tensors in
+// flight at once, so they may fuse. At other counts every rank is refused at submission with
+// KOLO_ERR_UNIMPLEMENTED naming the count. Integers are refused at any count.
+TEST(CollectivesAdasum, MatchesTheTreeReferenceOrNamesTheRankCount) {
+  const int size = WorldSize();
+  const bool pof2 = (size & (size - 1)) == 0;
+  const int levels = static_cast<int>(std::log2(size));
+  for (kolo_dtype_t dtype : {KOLO_FLOAT32, KOLO_FLOAT16, KOLO_FLOAT64, KOLO_BFLOAT16}) {
     SCOPED_TRACE(DtypeName(dtype));
-    TypedBuffer in = RankUniqueData(dtype, 16, WorldRank(), DataKind::kWide);
-    TypedBuffer out(dtype, 16);
-    Handle h;
-    EXPECT_EQ(SubmitAllreduce(TensorName(DtypeName(dtype)), in, &out, {16}, KOLO_OP_ADASUM, h),
-              KOLO_ERR_UNIMPLEMENTED);
-    EXPECT_STRNE(kolo_last_error(), "");
+    std::vector<int64_t> counts = {16, 3, 1000};
+    std::vector<TypedBuffer> in, out;
+    std::vector<Handle> handles(counts.size());
+    for (size_t k = 0; k < counts.size(); ++k) {
+      in.push_back(RankUniqueData(dtype, counts[k], WorldRank(), DataKind::kWide, 90 + k));
+      out.emplace_back(dtype, counts[k]);
+      const std::string name = TensorName(std::string(DtypeName(dtype)) + "/" + std::to_string(k));
+      const kolo_status_t s =
+          SubmitAllreduce(name, in[k], &out[k], {counts[k]}, KOLO_OP_ADASUM, handles[k]);
+      if (!pof2) {
+        EXPECT_EQ(s, KOLO_ERR_UNIMPLEMENTED);
+        EXPECT_NE(LastError().find("has " + std::to_string(size)), std::string::npos)
+            << LastError();
+        continue;
+      }
+      ASSERT_EQ(s, KOLO_SUCCESS) << LastError();
+    }
+    if (!pof2) continue;
+    for (size_t k = 0; k < counts.size(); ++k) {
+      ASSERT_EQ(WaitHandle(handles[k], "adasum"), KOLO_SUCCESS)
+          << kolo_handle_message(handles[k].get());
+      const std::vector<TypedBuffer> all =
+          AllRanksData(dtype, counts[k], size, DataKind::kWide, 90 + k);
+      std::vector<std::vector<double>> inputs(size, std::vector<double>(counts[k]));
+      double scale = 0;  // bounds every value on the way
+      for (int r = 0; r < size; ++r) {
+        double largest = 0;
+        for (int64_t i = 0; i < counts[k]; ++i) {
+          inputs[r][i] = LoadFloat(dtype, all[r].data(), i);
+          largest = std::max(largest, std::fabs(inputs[r][i]));
+        }
+        scale += largest;
+      }
+      const std::vector<double> want = kolo::testing::AdasumReference(inputs);
+      // Reduced in float32 (float64 for float64), rounded once to the dtype at the end.
+      const double wire = dtype == KOLO_FLOAT64 ? std::ldexp(1, -53) : std::ldexp(1, -24);
+      const double store = dtype == KOLO_FLOAT16    ? std::ldexp(1, -11)
+                           : dtype == KOLO_BFLOAT16 ? std::ldexp(1, -8)
+                                                    : wire;
+      const double tol = (4 * (levels + 1) * wire + 2 * store) * scale;
+      int wrong = 0;
+      for (int64_t i = 0; i < counts[k]; ++i) {
+        const double got = LoadFloat(dtype, out[k].data(), i);
+        if (!(std::fabs(got - want[i]) <= tol) && wrong++ == 0) {
+          ADD_FAILURE() << "tensor " << k << ": first wrong index " << i << ": expected "
+                        << want[i] << ", got " << got << " (tolerance " << tol << ")";
+        }
+      }
+      EXPECT_EQ(wrong, 0) << "tensor " << k << " of " << counts[k];
+    }
   }
+  TypedBuffer ints = RankUniqueData(KOLO_INT32, 16, WorldRank(), DataKind::kWide);
+  TypedBuffer ints_out(KOLO_INT32, 16);
+  Handle h;
+  EXPECT_EQ(SubmitAllreduce(TensorName("int32"), ints, &ints_out, {16}, KOLO_OP_ADASUM, h),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("floating-point"), std::string::npos) << LastError();
 }
 
 TEST(CollectivesRefused, BadArgumentsAreInvalidArgument) {

@@ -2,9 +2,9 @@
 // that disagree on where a tensor lives get a clear error naming it and the ranks; CUDA tensors
 // on a machine without the device fail on every rank instead of hanging (every operation, and
 // a joined rank's zeros), through the finaliser as real device work would, in Response order;
-// reductions the device path cannot do (dtypes NCCL lacks, integer Average) are refused at
-// once and their peers learn of it; host pointers are host memory. The device path itself runs
-// under the `gpu` label (tests/gpu/).
+// reductions the device path cannot do (dtypes NCCL lacks, integer Average, Adasum) are
+// refused at once and their peers learn of it; host pointers are host memory. The device path
+// itself runs under the `gpu` label (tests/gpu/).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -154,6 +154,18 @@ TEST(RuntimeDevice, ReductionsNcclCannotDoAreRefusedAtSubmission) {
     EXPECT_TRUE(Has(r16.status().message(), "reducescatter 'rs16'")) << r16.status().message();
     EXPECT_TRUE(Has(r16.status().message(), "int16")) << r16.status().message();
     EXPECT_TRUE(Has(r16.status().message(), "NCCL has no int16")) << r16.status().message();
+
+    // Adasum runs on host tensors only: a CUDA tensor is refused, on every rank alike.
+    std::vector<float> grads(4, 1.0f);
+    Submission ada = OnDevice(OpType::kAllreduce, "ar_adasum", grads.data(), DataType::kFloat32, 0);
+    ada.output = grads.data();
+    ada.reduce_op = ReduceOp::kAdasum;
+    auto ad = rt.Enqueue(ada);
+    ASSERT_FALSE(ad.ok());
+    EXPECT_EQ(ad.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(Has(ad.status().message(), "allreduce 'ar_adasum'")) << ad.status().message();
+    EXPECT_TRUE(Has(ad.status().message(), "Adasum of CUDA tensors is not supported"))
+        << ad.status().message();
 
     std::vector<uint8_t> flags(4, 1);
     auto b = rt.Enqueue(OnDevice(OpType::kAllreduce, "ar_bool", flags.data(), DataType::kBool, 0));

@@ -100,11 +100,17 @@ typedef enum {
  * Sum of bool is logical OR, Product and Min of bool are logical AND, Max of bool is OR.
  * Average = Sum, then division by the number of ranks. For integer dtypes the division
  * truncates toward zero (C's `/`); Average is refused for bool.
- * float16/bfloat16 are reduced in float32 and rounded to the storage type once, at the end. */
+ * float16/bfloat16 are reduced in float32 and rounded to the storage type once, at the end.
+ * Adasum (Maleki et al., MLSys 2021; Horovod's): a pair of tensors combines as
+ * (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b (a coefficient is 1 when its squared norm is
+ * below sqrt(DBL_MIN)), over the binary tree of ranks: (0,1), (2,3), ..., then those results.
+ * Floating dtypes and host tensors only; the number of ranks (of the process set) must be a
+ * power of two; each tensor of a fused group has its own dot products; scale factors apply as
+ * for Sum. */
 typedef enum {
   KOLO_OP_AVERAGE = 0,
   KOLO_OP_SUM = 1,
-  KOLO_OP_ADASUM = 2, /* reserved: refused with KOLO_ERR_UNIMPLEMENTED */
+  KOLO_OP_ADASUM = 2, /* adaptive summation; see above */
   KOLO_OP_MIN = 3,
   KOLO_OP_MAX = 4,
   KOLO_OP_PRODUCT = 5
@@ -165,8 +171,9 @@ KOLO_API int kolo_mpi_threads_supported(void);
  * computed in double and truncated toward zero; for bool they must be 1.
  * Non-blocking: returns after queueing; *handle receives the handle on KOLO_SUCCESS.
  * Errors at submission: KOLO_ERR_INVALID_ARGUMENT (NULL name/handle, bad dtype/op/ndim,
- * name in flight), KOLO_ERR_FAILED_PRECONDITION (not initialised, shut down),
- * KOLO_ERR_UNIMPLEMENTED (Adasum). */
+ * name in flight, Adasum of an integer, bool or CUDA tensor), KOLO_ERR_FAILED_PRECONDITION (not
+ * initialised, shut down), KOLO_ERR_UNIMPLEMENTED (Adasum over a number of ranks that is not a
+ * power of two: refused on every rank, naming the count). */
 KOLO_API kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
                                             kolo_dtype_t dtype, int ndim, const int64_t* shape,
                                             kolo_reduce_op_t op, double prescale_factor,

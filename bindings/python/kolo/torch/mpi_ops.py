@@ -343,7 +343,8 @@ def allreduce_async(tensor, average=None, name=None, op=None,
         tensor: the tensor to reduce (same dtype and shape on every rank).
         average: deprecated, use ``op``.
         name: the operation's name (matched across ranks); generated when None.
-        op: Average (the default), Sum, Min, Max or Product (Adasum is refused by the runtime).
+        op: Average (the default), Sum, Min, Max, Product or Adasum (floating-point CPU
+            tensors, a power-of-two number of ranks).
         prescale_factor, postscale_factor: factors applied before and after the reduction.
         process_set: the ranks that take part (default: all); Average divides by its size.
 

@@ -365,8 +365,9 @@ def DistributedOptimizer(optimizer, named_parameters=None,
         compression: Compression.none or Compression.fp16 (gradients cross the wire as
             float16).
         backward_passes_per_step: backward passes accumulated locally before the all-reduce.
-        op: Average (default) or Sum (Min, Max, Product also pass through). Adasum is not
-            supported by kolo yet.
+        op: Average (default) or Sum (Min, Max, Product also pass through). Horovod's Adasum
+            optimizer (op=Adasum, which combines the wrapped optimizer's parameter updates) is
+            not implemented; allreduce(op=Adasum) is.
         gradient_predivide_factor: with op == Average, gradients are scaled by
             1 / gradient_predivide_factor before the sum and by gradient_predivide_factor / size
             after it.
@@ -388,8 +389,9 @@ def DistributedOptimizer(optimizer, named_parameters=None,
             groups = num_groups
 
     if op == Adasum and size() > 1:
-        raise NotImplementedError("kolo: Adasum is not supported yet (the runtime refuses it); "
-                                  "use op=Average or op=Sum")
+        raise NotImplementedError("kolo: DistributedOptimizer(op=Adasum) (Horovod's Adasum "
+                                  "optimizer) is not implemented; use op=Average or op=Sum, or "
+                                  "hvd.allreduce(op=hvd.Adasum) on the gradients yourself")
 
     base = optimizer.__class__
     cls = type(base.__name__, (_DistributedOptimizer, base), {"__module__": __name__})
