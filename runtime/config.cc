@@ -1,8 +1,13 @@
 #include "runtime/config.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace kolo {
@@ -51,6 +56,10 @@ const std::vector<Knob>& Knobs() {
        "all-reduce algorithm: auto (the cost model picks per message) or one of ring, rd, "
        "rabenseifner, tree, dbtree, shm, hierarchical, mpi; a forced one that cannot run an "
        "all-reduce fails it with the reason"},
+      {"KOLO_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", "0/1", "0",
+       "1: the hierarchical all-reduce (reduce-scatter in the node, all-reduce across nodes, "
+       "all-gather in the node) for every message when the job spans several nodes; on one "
+       "node the cost model's choice. KOLO_ALLREDUCE_ALGO wins when set"},
       {"KOLO_TUNING_FILE", "", "path", "",
        "cost-model parameters written by `kolo-bench --calibrate` (JSON); unset = built-in "
        "defaults"},
@@ -185,12 +194,14 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       if (!level.ok()) return Malformed(v, level.status().message());
       c.log_level = *level;
     } else if (knob.name == "KOLO_LOG_HIDE_TIME" || knob.name == "KOLO_WAKE_ON_SUBMIT" ||
-               knob.name == "KOLO_TIMELINE_MARK_CYCLES") {
+               knob.name == "KOLO_TIMELINE_MARK_CYCLES" ||
+               knob.name == "KOLO_HIERARCHICAL_ALLREDUCE") {
       std::string s(v);
       if (s != "0" && s != "1") return Malformed(v, "expected 0 or 1");
-      bool& flag = knob.name == "KOLO_LOG_HIDE_TIME"     ? c.log_hide_time
-                   : knob.name == "KOLO_WAKE_ON_SUBMIT" ? c.wake_on_submit
-                                                        : c.timeline_mark_cycles;
+      bool& flag = knob.name == "KOLO_LOG_HIDE_TIME"          ? c.log_hide_time
+                   : knob.name == "KOLO_WAKE_ON_SUBMIT"        ? c.wake_on_submit
+                   : knob.name == "KOLO_HIERARCHICAL_ALLREDUCE" ? c.hierarchical_allreduce
+                                                                : c.timeline_mark_cycles;
       flag = s == "1";
     } else if (knob.name == "KOLO_TIMELINE") {
       c.timeline_path = v;  // opened (and checked) by rank 0 at start
@@ -217,6 +228,92 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
 
 StatusOr<Config> ConfigFromEnvironment() {
   return ConfigFromEnvironment([](const char* name) { return std::getenv(name); });
+}
+
+namespace {
+
+// Read by kolo outside the knob table, or by its scripts and tests, or set by Horovod's
+// launcher in every rank: known, so not reported.
+constexpr std::string_view kOtherKnown[] = {
+    "KOLO_NCCL_ALGO",  // collectives/nccl/nccl_run.cc, documented in README.md
+    // scripts/ and tests/
+    "KOLO_ROOT", "KOLO_BUILD_DIR", "KOLO_BUILD_JOBS", "KOLO_BUILD_LOCK", "KOLO_BUILD_TYPE",
+    "KOLO_SKIP_APT", "KOLO_TEST_TIMEOUT", "KOLO_SANITIZE_STAGES", "KOLO_FUZZ_SECONDS",
+    "KOLO_PYTEST_TIMEOUT_S", "KOLO_KEEP_TIMELINES", "KOLO_TEST_WAIT_S", "KOLO_TEST_WARN_S",
+    "KOLO_TEST_WATCHDOG_S",
+    // horovodrun's per-rank variables
+    "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
+    "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE", "HOROVOD_HOSTNAME", "HOROVOD_CONTROLLER",
+    "HOROVOD_CPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS",
+};
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> UnknownVariables(const std::vector<std::string>& names) {
+  std::vector<std::string_view> known;
+  for (const Knob& k : Knobs()) {
+    known.push_back(k.name);
+    if (!k.horovod_name.empty()) known.push_back(k.horovod_name);
+  }
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    const bool ours = name.rfind("KOLO_", 0) == 0 || name.rfind("HOROVOD_", 0) == 0;
+    if (!ours || std::find(known.begin(), known.end(), name) != known.end() ||
+        std::find(std::begin(kOtherKnown), std::end(kOtherKnown), name) != std::end(kOtherKnown)) {
+      continue;
+    }
+    std::string line = name;
+    std::string_view closest;
+    size_t best = 3;  // a misspelling: at most 2 edits away
+    for (std::string_view k : known) {
+      const size_t d = EditDistance(name, k);
+      if (d < best) {
+        best = d;
+        closest = k;
+      }
+    }
+    if (!closest.empty()) {
+      line += " (did you mean " + std::string(closest) + "?)";
+    } else if (name.rfind("HOROVOD_", 0) == 0) {
+      line += " (a Horovod setting kolo has no equivalent of)";
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+void WarnUnknownVariables() {
+  // Once per process: a program may start kolo again after a shutdown.
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  std::vector<std::string> names;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq) names.emplace_back(*e, eq - *e);
+  }
+  std::sort(names.begin(), names.end());
+  const std::vector<std::string> unknown = UnknownVariables(names);
+  if (unknown.empty()) return;
+  std::string msg = "ignoring environment variable" + std::string(unknown.size() > 1 ? "s" : "") +
+                    " that kolo does not know:";
+  for (const std::string& u : unknown) msg += " " + u + ";";
+  msg.pop_back();
+  KOLO_LOG_WARNING("config", "{} (README.md lists kolo's settings)", msg);
 }
 
 }  // namespace kolo

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/logging.h"
 #include "base/status.h"
@@ -39,6 +40,7 @@ struct Config {
   std::string broadcast_algo = "auto";        // KOLO_BROADCAST_ALGO
   std::string reducescatter_algo = "auto";    // KOLO_REDUCESCATTER_ALGO
   std::string alltoall_algo = "auto";         // KOLO_ALLTOALL_ALGO
+  bool hierarchical_allreduce = false;        // KOLO_HIERARCHICAL_ALLREDUCE
 };
 
 struct Knob {
@@ -57,6 +59,15 @@ const std::vector<Knob>& Knobs();
 using EnvLookup = std::function<const char*(const char*)>;
 StatusOr<Config> ConfigFromEnvironment(const EnvLookup& getenv_fn);
 StatusOr<Config> ConfigFromEnvironment();
+
+// The names among `names` (environment variable names) that start with KOLO_ or HOROVOD_ but
+// are no setting kolo reads, each with a hint: "KOLO_FUSION_THRESHOLDS (did you mean
+// KOLO_FUSION_THRESHOLD?)", "HOROVOD_NUM_NCCL_STREAMS (a Horovod setting kolo has no
+// equivalent of)". Variables of kolo's scripts and of Horovod's launcher are known.
+std::vector<std::string> UnknownVariables(const std::vector<std::string>& names);
+// One warning listing UnknownVariables of this process's environment, the first time it is
+// called in the process (kolo_init, rank 0).
+void WarnUnknownVariables();
 
 // Parses a byte count: "1048576", "64K", "64M", "1G" (binary units).
 StatusOr<int64_t> ParseBytes(std::string_view text);

@@ -62,9 +62,15 @@ Status Runtime::Start() {
     if (!loaded.ok()) return Status(loaded.status()).AddContext("KOLO_TUNING_FILE");
     cost = *loaded;
   }
-  selector_ = AllreduceSelector(config_.allreduce_algo, std::move(cost));
-  if (config_.allreduce_algo != "auto" && !config_.allreduce_algo.empty() &&
-      !selector_.Find(config_.allreduce_algo)) {
+  // Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE=1: the hierarchical all-reduce where there are
+  // several nodes to be hierarchical over, unless an algorithm is forced.
+  std::string algo = config_.allreduce_algo;
+  if (config_.hierarchical_allreduce && (algo.empty() || algo == "auto") && data_->node() &&
+      data_->node()->map.nodes() > 1) {
+    algo = "hierarchical";
+  }
+  selector_ = AllreduceSelector(algo, std::move(cost));
+  if (algo != "auto" && !algo.empty() && !selector_.Find(algo)) {
     // Selecting anything reports the valid names.
     return selector_.Select(SelectionInput()).status();
   }

@@ -177,6 +177,7 @@ kolo_status_t kolo_init(void) {
   auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes));
   if (!world.ok()) return Fail(world.status());
   kolo::SetLogRank(world->layout.rank, world->layout.size);
+  if (world->layout.rank == 0) kolo::WarnUnknownVariables();
   // Fails every rank together (a grouping that differs or does not parse), so no rank waits.
   auto node = kolo::MakeMpiNodeContext(world->data->comm(), config.node_grouping,
                                        static_cast<size_t>(config.fusion_chunk_bytes),

@@ -69,5 +69,26 @@ TEST(Config, EveryKnobIsDocumented) {
   }
 }
 
+TEST(Config, HierarchicalAllreduceFromHorovodsVariable) {
+  auto c = FromMap({{"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->hierarchical_allreduce);
+  EXPECT_FALSE(FromMap({})->hierarchical_allreduce);
+  EXPECT_FALSE(FromMap({{"KOLO_HIERARCHICAL_ALLREDUCE", "yes"}}).ok());
+}
+
+TEST(Config, UnknownVariablesAreNamedWithAHint) {
+  const std::vector<std::string> unknown = UnknownVariables(
+      {"HOME", "KOLO_FUSION_THRESHOLD", "KOLO_FUSION_THRESHOLDS", "HOROVOD_CYCLE_TIME",
+       "HOROVOD_NUM_NCCL_STREAMS", "HOROVOD_RANK", "KOLO_ROOT", "KOLO_NCCL_ALGO",
+       "HOROVOD_HIERARCHICAL_ALLREDUCE", "KOLO_STAL_CHECK_TIME_SECONDS", "KOLO_WHATEVER"});
+  EXPECT_EQ(unknown, (std::vector<std::string>{
+                         "KOLO_FUSION_THRESHOLDS (did you mean KOLO_FUSION_THRESHOLD?)",
+                         "HOROVOD_NUM_NCCL_STREAMS (a Horovod setting kolo has no equivalent of)",
+                         "KOLO_STAL_CHECK_TIME_SECONDS (did you mean "
+                         "KOLO_STALL_CHECK_TIME_SECONDS?)",
+                         "KOLO_WHATEVER"}));
+}
+
 }  // namespace
 }  // namespace kolo
