@@ -153,19 +153,8 @@ Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorit
 Status FusionExecutor::RunAdasum(Communicator& comm, AdasumAllreduce& adasum,
                                  const AllreduceJob& job, ExecutorObserver* observer) {
   if (job.tensors.empty()) return Status::OK();
-  if (job.tensors.size() == 1 && !IsHalf(job.dtype)) {
-    const FusedTensor& t = job.tensors[0];
-    AllreduceArgs args{t.input, t.output, t.count, job.dtype, ReduceOp::kAdasum};
-    if (job.prescale != 1.0) {
-      KOLO_RETURN_IF_ERROR(ScaleCopy(t.output, t.input, t.count, job.dtype, job.prescale));
-      args.send = t.output;
-    }
-    {
-      StageScope reduce(observer, ExecutorObserver::Stage::kReduce, 0, 0);
-      KOLO_RETURN_IF_ERROR(adasum.Run(comm, args));
-    }
-    return Finish(t.output, t.output, t.count, job, comm.Size());
-  }
+  // One tensor in a wide dtype: in its own buffers, as any other algorithm runs it.
+  if (job.tensors.size() == 1 && !IsHalf(job.dtype)) return RunDirect(comm, adasum, job, observer);
   const DataType wire = WireType(job.dtype);
   const size_t wsize = DataTypeSize(wire);
   std::vector<size_t> counts;

@@ -20,14 +20,41 @@ std::string Setting(double s) {
   return buf;
 }
 
+// "allreduce 'grad' (fused with 3 more)".
+std::string Describe(const Response& response) {
+  const char* op = "collective";
+  switch (response.type) {
+    case ResponseType::kAllreduce: op = "allreduce"; break;
+    case ResponseType::kAllgather: op = "allgather"; break;
+    case ResponseType::kBroadcast: op = "broadcast"; break;
+    case ResponseType::kReducescatter: op = "reducescatter"; break;
+    case ResponseType::kAlltoall: op = "alltoall"; break;
+    case ResponseType::kBarrier: op = "barrier"; break;
+    default: break;
+  }
+  const size_t n = response.NumTensors();
+  std::string out = op;
+  if (!response.names.empty()) {
+    out += " '" + response.names[0] + "'";
+    if (n > 1) out += " (fused with " + std::to_string(n - 1) + " more)";
+  } else {
+    out += " of " + std::to_string(n) + " fused tensors";
+  }
+  return out;
+}
+
 }  // namespace
 
 Status ProgressWatch::Check(Clock::time_point since, const std::string& waiting_for,
                             Clock::time_point now) {
   if (!options_.enabled) return Status::OK();
   const double waited = std::chrono::duration<double>(now - since).count();
-  std::string what = (operation_.empty() ? std::string("a collective") : operation_) +
-                     (algorithm_.empty() ? "" : " (" + algorithm_ + ")") + " on rank " +
+  // Described only now: the background thread sets a pointer per Response, no string.
+  const std::string operation = negotiating_ ? std::string("negotiation")
+                                : response_  ? Describe(*response_)
+                                             : std::string("a collective");
+  std::string what = operation +
+                     (algorithm_.empty() ? "" : " (" + std::string(algorithm_) + ")") + " on rank " +
                      std::to_string(rank_) + ": no progress for " + Seconds(waited) +
                      " s waiting for " + waiting_for;
   if (const std::string stopped = StoppedPeers(); !stopped.empty()) {

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "runtime/message.h"
 #include "runtime/stall_inspector.h"
 
 namespace kolo {
@@ -27,15 +28,23 @@ class ProgressWatch {
   using Clock = std::chrono::steady_clock;
   ProgressWatch(StallOptions options, int rank) : options_(options), rank_(rank) {}
 
-  // What the data plane is doing now ("allreduce 'grad' (3 tensors, 16 MiB)"), set by the
-  // background thread around each Response's execution.
-  void Begin(std::string operation) {
-    operation_ = std::move(operation);
-    algorithm_.clear();
+  // What the background thread is doing now, set around each negotiation and each Response's
+  // execution (`response` outlives the call to End); named only when a wait is reported.
+  void BeginNegotiation() {
+    End();
+    negotiating_ = true;
   }
-  // The algorithm that moves it ("ring"), once chosen.
+  void Begin(const Response* response) {
+    End();
+    response_ = response;
+  }
+  // The algorithm that moves it ("ring"), once chosen (a name with static storage).
   void set_algorithm(std::string_view algorithm) { algorithm_ = algorithm; }
-  void End() { Begin(""); }
+  void End() {
+    negotiating_ = false;
+    response_ = nullptr;
+    algorithm_ = {};
+  }
 
   // Communicator::ProgressCheck: OK while the wait may go on.
   Status Check(Clock::time_point since, const std::string& waiting_for, Clock::time_point now);
@@ -46,8 +55,9 @@ class ProgressWatch {
  private:
   const StallOptions options_;
   const int rank_;
-  std::string operation_;
-  std::string algorithm_;
+  bool negotiating_ = false;
+  const Response* response_ = nullptr;
+  std::string_view algorithm_;
   Clock::time_point warned_since_{};  // the wait warned about last
   Status failure_;
 };

@@ -193,7 +193,7 @@ void Runtime::BackgroundLoop() {
       // On rank 0, the coordinator reports each rank's Request to the timeline (ready marks).
       ScopedRequestObserver observe(timeline_.enabled() ? &timeline_ : nullptr);
       controller_.set_name_hits(timeline_.enabled());  // the timeline's rows are by name
-      progress_.Begin("negotiation");
+      progress_.BeginNegotiation();
       auto negotiated = controller_.Negotiate(mine_, mine_keys_, shutdown);
       progress_.End();
       return negotiated;
@@ -221,7 +221,7 @@ void Runtime::BackgroundLoop() {
     timeline_.Negotiated(result->responses);
     for (const Response& response : result->responses) {
       timeline_.ExecutionStarted(response);
-      progress_.Begin(DescribeForProgress(response));
+      progress_.Begin(&response);
       Execute(response);
       progress_.End();
       if (!CompletesOnDevice(response)) timeline_.ExecutionFinished(response);
@@ -249,28 +249,6 @@ void Runtime::BackgroundLoop() {
     }
   }
   running_ = false;
-}
-
-std::string Runtime::DescribeForProgress(const Response& response) {
-  const char* op = "collective";
-  switch (response.type) {
-    case ResponseType::kAllreduce: op = "allreduce"; break;
-    case ResponseType::kAllgather: op = "allgather"; break;
-    case ResponseType::kBroadcast: op = "broadcast"; break;
-    case ResponseType::kReducescatter: op = "reducescatter"; break;
-    case ResponseType::kAlltoall: op = "alltoall"; break;
-    case ResponseType::kBarrier: op = "barrier"; break;
-    default: break;
-  }
-  const size_t n = response.NumTensors();
-  std::string out = op;
-  if (!response.names.empty()) {
-    out += " '" + response.names[0] + "'";
-    if (n > 1) out += " (fused with " + std::to_string(n - 1) + " more)";
-  } else {
-    out += " of " + std::to_string(n) + " fused tensors";
-  }
-  return out;
 }
 
 void Runtime::Execute(const Response& response) {

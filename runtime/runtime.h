@@ -176,8 +176,6 @@ class Runtime {
   Status ExecuteReducescatter(const Response& response, TensorEntry& entry);
   Status ExecuteAlltoall(const Response& response, TensorEntry& entry);
   void FailAll(const Status& status);
-  // "allreduce 'grad' (fused with 3 more)": what the progress watch names.
-  static std::string DescribeForProgress(const Response& response);
   // Frees the entry's name, then completes its handle: once a caller sees completion, the name
   // can be submitted again.
   void Finish(TensorEntry& entry, Status status);

@@ -129,15 +129,7 @@ TEST(DeadlockDetector, AWaitedGroupMemberFailsWithItsGroup) {
 // ---- whole runtimes -----------------------------------------------------------------------
 
 Submission Allreduce(const std::string& name, const float* in, float* out, int64_t n) {
-  Submission s;
-  s.op = OpType::kAllreduce;
-  s.name = name;
-  s.input = in;
-  s.output = out;
-  s.dtype = DataType::kFloat32;
-  s.shape = {n};
-  s.reduce_op = ReduceOp::kSum;
-  return s;
+  return testing::HostAllreduce(name, in, out, DataType::kFloat32, {n}, ReduceOp::kSum);
 }
 
 // Blocks in Handle::WaitFor (a blocked wait, which the deadlock check counts) for up to 20 s.

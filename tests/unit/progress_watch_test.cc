@@ -21,7 +21,10 @@ StallOptions Options(double check, double shutdown, bool enabled = true) {
 
 TEST(ProgressWatch, AWaitFailsAfterTheShutdownTimeNamingWhatItWaitedFor) {
   ProgressWatch watch(Options(1, 3), 2);
-  watch.Begin("allreduce 'big'");
+  Response big;
+  big.type = ResponseType::kAllreduce;
+  big.names = {"big"};
+  watch.Begin(&big);
   watch.set_algorithm("ring");
   const auto since = Clock::now();
   EXPECT_TRUE(watch.Check(since, "rank 1 (receive, tag 3)", since + milliseconds(500)).ok());

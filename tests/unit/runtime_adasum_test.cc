@@ -126,15 +126,7 @@ TEST(AdasumExecutor, FusedTensorsStayApartWithScaleFactors) {
 }
 
 Submission Adasum(const std::string& name, const void* in, void* out, DataType t, size_t count) {
-  Submission s;
-  s.op = OpType::kAllreduce;
-  s.name = name;
-  s.input = in;
-  s.output = out;
-  s.dtype = t;
-  s.shape = {static_cast<int64_t>(count)};
-  s.reduce_op = ReduceOp::kAdasum;
-  return s;
+  return testing::HostAllreduce(name, in, out, t, {static_cast<int64_t>(count)}, ReduceOp::kAdasum);
 }
 
 // On every rank: a group of three tensors (fused by the coordinator) with prescale 0.5 and

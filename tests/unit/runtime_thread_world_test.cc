@@ -27,15 +27,7 @@ using testing::FastConfig;
 
 Submission Allreduce(const std::string& name, const void* in, void* out, DataType t,
                      std::vector<int64_t> shape, ReduceOp op) {
-  Submission s;
-  s.op = OpType::kAllreduce;
-  s.name = name;
-  s.input = in;
-  s.output = out;
-  s.dtype = t;
-  s.shape = std::move(shape);
-  s.reduce_op = op;
-  return s;
+  return testing::HostAllreduce(name, in, out, t, std::move(shape), op);
 }
 
 // Counts elements that differ from the reference; reports the first.

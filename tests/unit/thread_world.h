@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -25,6 +26,20 @@ void RunOnThreadWorld(int ranks, const std::function<void(Communicator&)>& fn,
 void RunOnThreadWorld(int ranks, std::string_view grouping,
                       const std::function<void(Communicator&)>& fn,
                       std::chrono::milliseconds deadline = std::chrono::seconds(20));
+
+// A host all-reduce of `shape` elements of `dtype` from `in` into `out` (equal: in place).
+inline Submission HostAllreduce(std::string name, const void* in, void* out, DataType dtype,
+                                std::vector<int64_t> shape, ReduceOp op) {
+  Submission s;
+  s.op = OpType::kAllreduce;
+  s.name = std::move(name);
+  s.input = in;
+  s.output = out;
+  s.dtype = dtype;
+  s.shape = std::move(shape);
+  s.reduce_op = op;
+  return s;
+}
 
 // Default configuration with a short cycle, so tests that wait on a cycle are fast.
 inline Config FastConfig() {
