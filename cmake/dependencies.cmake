@@ -1,4 +1,5 @@
-# Required: MPI, hwloc, FlatBuffers, spdlog, threads. Optional (AUTO|ON|OFF): CUDA+NCCL, UCX.
+# Required: MPI, hwloc, FlatBuffers, spdlog, threads. Optional (AUTO|ON|OFF): CUDA+NCCL, UCX,
+# PMIx (bounds kolo_init's start: runtime/start_fence.h).
 find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS C CXX)
 find_package(PkgConfig REQUIRED)
@@ -60,3 +61,13 @@ if(NOT KOLO_WITH_UCX STREQUAL "OFF")
   set(_kolo_ucx_found ${UCX_FOUND})
 endif()
 kolo_resolve_option(KOLO_WITH_UCX ${_kolo_ucx_found} "UCX (pkg-config ucx)")
+
+# PMIx: the launcher's process-management interface (Open MPI's mpirun, srun --mpi=pmix), used
+# before MPI starts so that kolo_init can time out naming the ranks that never called it.
+# Debian's Open MPI depends on libpmix-dev, so it is there wherever Open MPI's headers are.
+set(_kolo_pmix_found FALSE)
+if(NOT KOLO_WITH_PMIX STREQUAL "OFF")
+  pkg_check_modules(PMIX QUIET IMPORTED_TARGET pmix>=3)
+  set(_kolo_pmix_found ${PMIX_FOUND})
+endif()
+kolo_resolve_option(KOLO_WITH_PMIX ${_kolo_pmix_found} "PMIx (pkg-config pmix)")

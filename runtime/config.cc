@@ -37,6 +37,10 @@ const std::vector<Knob>& Knobs() {
        "naming the missing ranks"},
       {"KOLO_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "s", "0",
        "after this long, such tensors fail on every rank with the stall message; 0 = never"},
+      {"KOLO_START_TIMEOUT", "HOROVOD_START_TIMEOUT", "s", "30",
+       "kolo_init fails on every rank that called it, naming the ranks that did not, when they "
+       "have not all called it within this long (needs a PMIx launcher: Open MPI's mpirun, "
+       "srun --mpi=pmix); 0 = wait for ever"},
       {"KOLO_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "0/1", "0",
        "1 turns the stall inspector off"},
       {"KOLO_AUTOTUNE", "HOROVOD_AUTOTUNE", "0/1", "0",
@@ -161,15 +165,17 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       }
       c.cache_capacity = n;
     } else if (knob.name == "KOLO_STALL_CHECK_TIME_SECONDS" ||
-               knob.name == "KOLO_STALL_SHUTDOWN_TIME_SECONDS") {
+               knob.name == "KOLO_STALL_SHUTDOWN_TIME_SECONDS" ||
+               knob.name == "KOLO_START_TIMEOUT") {
       char* end = nullptr;
       errno = 0;
       double s = std::strtod(v, &end);
       if (errno || *end != '\0' || !(s >= 0) || s > 1e6) {
         return Malformed(v, "expected seconds in [0, 1000000]");
       }
-      (knob.name == "KOLO_STALL_CHECK_TIME_SECONDS" ? c.stall_check_seconds
-                                                    : c.stall_shutdown_seconds) = s;
+      (knob.name == "KOLO_STALL_CHECK_TIME_SECONDS"      ? c.stall_check_seconds
+       : knob.name == "KOLO_STALL_SHUTDOWN_TIME_SECONDS" ? c.stall_shutdown_seconds
+                                                         : c.start_timeout_seconds) = s;
     } else if (knob.name == "KOLO_STALL_CHECK_DISABLE" || knob.name == "KOLO_AUTOTUNE") {
       std::string s(v);
       if (s != "0" && s != "1") return Malformed(v, "expected 0 or 1");

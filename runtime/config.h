@@ -26,6 +26,7 @@ struct Config {
   double stall_check_seconds = 60;            // KOLO_STALL_CHECK_TIME_SECONDS
   double stall_shutdown_seconds = 0;          // KOLO_STALL_SHUTDOWN_TIME_SECONDS; 0 = off
   bool stall_check_disable = false;           // KOLO_STALL_CHECK_DISABLE
+  double start_timeout_seconds = 30;          // KOLO_START_TIMEOUT; 0 = no limit
   bool autotune = false;                      // KOLO_AUTOTUNE
   std::string autotune_log;                   // KOLO_AUTOTUNE_LOG
   int autotune_warmup_samples = 3;            // KOLO_AUTOTUNE_WARMUP_SAMPLES

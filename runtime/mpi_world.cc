@@ -10,6 +10,7 @@
 #include "base/logging.h"
 #include "collectives/mpi/mpi_call.h"
 #include "runtime/peer_watch.h"
+#include "runtime/start_fence.h"
 
 namespace kolo {
 namespace {
@@ -21,11 +22,18 @@ void FinalizeAtExit() {
   if (initialized && !finalized) MPI_Finalize();
 }
 
-Status EnsureMpi() {
+Status EnsureMpi(double start_timeout_seconds) {
   int initialized = 0, finalized = 0;
   KOLO_MPI_CALL(MPI_Finalized(&finalized));
   if (finalized) return FailedPreconditionError("kolo_init: MPI has already been finalized");
   KOLO_MPI_CALL(MPI_Initialized(&initialized));
+  // Every rank must be here before MPI_Init, or kolo's first collective call when the
+  // application started MPI itself, waits for all of them with no limit. Held until MPI_Init
+  // has returned (see StartFence's destructor).
+  StartFence fence;
+  if (start_timeout_seconds > 0) {
+    KOLO_RETURN_IF_ERROR(fence.Await(start_timeout_seconds, {}, "kolo_init"));
+  }
   int provided = 0;
   if (!initialized) {
     KOLO_MPI_CALL(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
@@ -101,8 +109,8 @@ StatusOr<MpiWorld> AttachToComm(MPI_Comm base, size_t max_call_bytes, bool watch
 
 }  // namespace
 
-StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes) {
-  KOLO_RETURN_IF_ERROR(EnsureMpi());
+StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes, double start_timeout_seconds) {
+  KOLO_RETURN_IF_ERROR(EnsureMpi(start_timeout_seconds));
   auto w = AttachToComm(MPI_COMM_WORLD, max_call_bytes, /*watch_peers=*/true);
   if (!w.ok()) return w;
   MPI_Comm admin;

@@ -23,7 +23,9 @@ struct MpiWorld {
   std::unique_ptr<MpiCommunicator> admin;
 };
 
-StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes);
+// Waits first, at most `start_timeout_seconds` (0: no limit), for every rank of the job to
+// arrive (runtime/start_fence.h), failing with the ranks that did not.
+StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes, double start_timeout_seconds);
 
 // Collective over `admin`: the ranks listed in `ranks` (ascending, world ranks) get a world of
 // their own — rank, size, local and cross computed inside the set; every other rank gets an

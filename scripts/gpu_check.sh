@@ -118,7 +118,7 @@ elif command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   [[ -n "${nccl_inc}" ]] && with_nccl=1
   gen=build-gpu/min/generated
   mkdir -p "${gen}/kolo"
-  printf '#define KOLO_WITH_CUDA 1\n#define KOLO_WITH_NCCL %s\n#define KOLO_WITH_UCX 0\n#define KOLO_VERSION_STRING "gpu-check"\n' \
+  printf '#define KOLO_WITH_CUDA 1\n#define KOLO_WITH_NCCL %s\n#define KOLO_WITH_UCX 0\n#define KOLO_WITH_PMIX 0\n#define KOLO_VERSION_STRING "gpu-check"\n' \
     "${with_nccl}" >"${gen}/kolo/config.h"
   srcs=(base/status.cc base/dtype.cc collectives/reduce.cc collectives/reduce_half.cc
     collectives/communicator.cc collectives/node_context.cc collectives/cuda/device.cc

@@ -19,7 +19,7 @@ cd "${KOLO_ROOT}"
 
 readonly KOLO_PACKAGES=(
   build-essential cmake pkg-config
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin libpmix-dev
   libhwloc-dev hwloc
   libucx-dev
   libflatbuffers-dev flatbuffers-compiler

@@ -174,7 +174,8 @@ kolo_status_t kolo_init(void) {
   auto parsed = kolo::ConfigFromEnvironment();
   const kolo::Config config = parsed.ok() ? *parsed : kolo::Config{};
   kolo::ConfigureLogging(config.log_level, config.log_hide_time);
-  auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes));
+  auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes),
+                                 config.start_timeout_seconds);
   if (!world.ok()) return Fail(world.status());
   kolo::SetLogRank(world->layout.rank, world->layout.size);
   if (world->layout.rank == 0) kolo::WarnUnknownVariables();

@@ -1,4 +1,4 @@
-/* Tier-3 fault scenarios (issue 4), one per mode, driven by run_fault.py under mpirun. The last
+/* Tier-3 fault scenarios, one per mode, driven by run_fault.py under mpirun. The last
  * rank misbehaves; every other rank reports what kolo told it as
  *   FAULT-RESULT rank <r>: <STATUS>: <message>
  * and exits 0 when that is the expected failure, 1 when an operation succeeded that should not
@@ -10,6 +10,11 @@
  *   kill            the last rank SIGKILLs itself 2 ms into a 16 MiB allreduce
  *   exit            the last rank _exit(0)s mid-job (no kolo_shutdown, no MPI_Finalize)
  *   forever         every rank allreduces until killed (for the Ctrl-C test); prints READY <pid>
+ *   missing-at-start  the last rank never calls kolo_init (it sleeps, then exits); kolo_init
+ *                   starts MPI on the others and fails after KOLO_START_TIMEOUT naming it.
+ *                   The survivors exit 3 (so mpirun ends the job rather than wait for the
+ *                   sleeper) after their result line
+ *   missing-after-mpi  the same, with MPI started by the program on every rank first
  *   freeze          the last rank stops itself (SIGSTOP) 2 ms into a 16 MiB allreduce and prints
  *                   FROZEN <pid> first; the others' allreduce warns after
  *                   KOLO_STALL_CHECK_TIME_SECONDS and fails after KOLO_STALL_SHUTDOWN_TIME_SECONDS
@@ -32,6 +37,17 @@ static void sleep_ms(int ms) {
   nanosleep(&t, NULL);
 }
 
+static struct timespec now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t;
+}
+
+static double seconds_since(struct timespec t0) {
+  const struct timespec t = now();
+  return (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
 /* Allreduce of `count` floats named `name`; returns the status and prints a failure. */
 static kolo_status_t allreduce(const char* name, float* buf, int64_t count) {
   kolo_handle_t h = NULL;
@@ -52,12 +68,40 @@ static kolo_status_t allreduce(const char* name, float* buf, int64_t count) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: kolo_fault stall|early-shutdown|kill|exit|forever|freeze\n");
+    fprintf(stderr,
+            "usage: kolo_fault stall|early-shutdown|kill|exit|forever|freeze|missing-at-start|"
+            "missing-after-mpi\n");
     return 2;
   }
   const char* mode = argv[1];
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  const int missing = strncmp(mode, "missing-", 8) == 0;
+  if (!missing || strcmp(mode, "missing-after-mpi") == 0) {
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  }
+  if (missing) {
+    /* The launcher's rank: MPI may not have started, and kolo_rank() needs kolo_init. */
+    const char* env_rank = getenv("OMPI_COMM_WORLD_RANK");
+    const char* env_size = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!env_rank || !env_size) {
+      fprintf(stderr, "kolo_fault %s needs Open MPI's mpirun\n", mode);
+      return 2;
+    }
+    const int rank = atoi(env_rank), size = atoi(env_size);
+    if (rank == size - 1) {
+      printf("SKIPPING kolo_init on rank %d\n", rank);
+      fflush(stdout);
+      sleep(60); /* ended by mpirun when the others exit */
+      return 0;
+    }
+    const struct timespec t0 = now();
+    const kolo_status_t s = kolo_init();
+    printf("FAULT-RESULT rank %d: %s: %s\n", rank, kolo_status_string(s),
+           s == KOLO_SUCCESS ? "" : kolo_last_error());
+    printf("FAULT-TOOK rank %d: %.2f\n", rank, seconds_since(t0));
+    fflush(stdout);
+    return s == KOLO_ERR_DEADLINE_EXCEEDED ? 3 : 1;
+  }
   if (kolo_init() != KOLO_SUCCESS) {
     fprintf(stderr, "kolo_init: %s\n", kolo_last_error());
     return 2;

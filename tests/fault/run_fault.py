@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tier-3 fault tests (issue 4): runs kolo_fault under mpirun and checks that every survivor gets
+"""Tier-3 fault tests: runs kolo_fault under mpirun and checks that every survivor gets
 the expected error, with its text, within its time bound, and that nothing hangs or is left
 behind. Usage: run_fault.py MODE NP KOLO_FAULT MPIEXEC [MPIEXEC_PREFLAGS...]
 
@@ -55,7 +55,12 @@ def main():
     preflags = sys.argv[5:]
     last = np_ - 1
     env = dict(os.environ)
-    cmd = [mpiexec, "-np", str(np_)] + preflags + [binary, mode]
+    if binary.endswith(".py"):
+        # kolo_fault.py's scenarios (through hvd.init): run by this interpreter, the one kolo's
+        # Python module was built for.
+        cmd = [mpiexec, "-np", str(np_)] + preflags + [sys.executable, binary, mode]
+    else:
+        cmd = [mpiexec, "-np", str(np_)] + preflags + [binary, mode]
 
     if mode == "stall":
         env.update(KOLO_STALL_CHECK_TIME_SECONDS="1", KOLO_STALL_SHUTDOWN_TIME_SECONDS="2")
@@ -155,6 +160,36 @@ def main():
                 fail(f"rank {r}: its next operation did not fail at once as expected", out)
         if took > 30:
             fail(f"survivors took {took:.1f} s to end (bound 30 s)", out)
+    elif mode in ("missing-at-start", "missing-after-mpi"):
+        # The last rank never calls kolo_init (or hvd.init): every other rank's fails after the
+        # start timeout naming it, and exits 3; mpirun then ends the sleeping rank.
+        # Through Python each rank first imports torch, which takes seconds under load and
+        # not the same on every rank: a longer timeout keeps the ranks that do call hvd.init
+        # from giving up on each other.
+        limit = 6 if binary.endswith(".py") else 2
+        env.update(KOLO_START_TIMEOUT=str(limit))
+        rc, out, took = run(cmd, env, timeout=60)
+        if rc == 0:
+            fail("mpirun exited 0 although kolo_init failed", out)
+        if f"SKIPPING kolo_init on rank {last}" not in out:
+            fail("the last rank did not skip kolo_init", out)
+        got = results(out)
+        status_wanted = "HorovodInternalError" if binary.endswith(".py") else "DEADLINE_EXCEEDED"
+        arrived = "0" if last == 1 else "0,1" if last == 2 else f"0-{last - 1}"
+        want = (f"kolo_init: rank {last} has not called kolo_init within {limit} s "
+                f"(KOLO_START_TIMEOUT={limit}); rank{'s' if last > 1 else ''} {arrived} "
+                f"ha{'ve' if last > 1 else 's'} (of {np_} started by the launcher)")
+        for r in range(last):
+            status, message = got.get(r, ("(none)", ""))
+            if status != status_wanted or want not in message:
+                fail(f"rank {r}: expected {status_wanted} '{want}', got {status}: {message}",
+                     out)
+            m = re.search(rf"^FAULT-TOOK rank {r}: ([0-9.]+)$", out, re.M)
+            if not m or not limit - 3 <= float(m.group(1)) <= limit + 8:
+                fail(f"rank {r}: kolo_init should fail about {limit} s in, took "
+                     f"{m.group(1) if m else '?'} s", out)
+        if took > 40:
+            fail(f"took {took:.1f} s", out)
     elif mode == "forever":
         # Ctrl-C on mpirun: every rank ends, none is left behind.
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -32,6 +32,21 @@ TEST(Config, HorovodAliasesAndKoloWins) {
   EXPECT_EQ(c->fusion_threshold_bytes, 64 << 20);
 }
 
+TEST(Config, StartTimeoutDefaultsToHorovodrunsAndTakesHorovodsName) {
+  auto c = FromMap({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->start_timeout_seconds, 30);
+  c = FromMap({{"HOROVOD_START_TIMEOUT", "12.5"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->start_timeout_seconds, 12.5);
+  c = FromMap({{"HOROVOD_START_TIMEOUT", "12"}, {"KOLO_START_TIMEOUT", "0"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->start_timeout_seconds, 0);
+  c = FromMap({{"KOLO_START_TIMEOUT", "soon"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("KOLO_START_TIMEOUT='soon'"), std::string::npos);
+}
+
 TEST(Config, MalformedValuesNameTheVariable) {
   auto c = FromMap({{"KOLO_FUSION_THRESHOLD", "lots"}});
   ASSERT_FALSE(c.ok());

@@ -130,10 +130,13 @@ typedef struct kolo_handle_s* kolo_handle_t;
  * accepted). It succeeds or fails on every rank together: a rank with a malformed variable
  * fails with it, the others with KOLO_ERR_FAILED_PRECONDITION naming that rank.
  * KOLO_FUSION_CHUNK_BYTES must be equal on every rank. Rank 0 opens the KOLO_TIMELINE file
- * here: a path it cannot write fails kolo_init (on every rank, as above).
+ * here: a path it cannot write fails kolo_init (on every rank, as above). Under a PMIx
+ * launcher (Open MPI's mpirun, srun --mpi=pmix) the ranks first wait for each other at most
+ * KOLO_START_TIMEOUT seconds (30): a rank that never calls kolo_init makes the others fail with
+ * KOLO_ERR_DEADLINE_EXCEEDED naming it, instead of waiting in MPI_Init for ever.
  * Errors: KOLO_ERR_FAILED_PRECONDITION (MPI finalised, thread level too low, another rank
  * failed), KOLO_ERR_INVALID_ARGUMENT (a malformed or disagreeing KOLO_* variable, an
- * unwritable KOLO_TIMELINE),
+ * unwritable KOLO_TIMELINE), KOLO_ERR_DEADLINE_EXCEEDED (a rank missing at the start),
  * KOLO_ERR_INTERNAL (MPI failed). */
 KOLO_API kolo_status_t kolo_init(void);
 

@@ -1,0 +1,44 @@
+"""The fault scenarios of kolo_fault.c that need Python's hvd.init, driven by run_fault.py under
+mpirun. The last rank misbehaves; every other rank prints
+  FAULT-RESULT rank <r>: <exception class>: <message>
+and exits 3 when that is the expected failure.
+
+  missing-at-start   the last rank never calls hvd.init (it sleeps until mpirun ends it);
+                     hvd.init on the others fails after KOLO_START_TIMEOUT naming it
+"""
+import os
+import sys
+import time
+
+
+def say(line):
+    # One write per line: mpirun interleaves the ranks' output at write boundaries.
+    os.write(1, (line + "\n").encode())
+
+
+def main():
+    mode = sys.argv[1]
+    if mode != "missing-at-start":
+        print("unknown mode " + mode, file=sys.stderr)
+        return 2
+    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+    size = int(os.environ["OMPI_COMM_WORLD_SIZE"])
+    if rank == size - 1:
+        say("SKIPPING kolo_init on rank %d" % rank)
+        time.sleep(60)  # ended by mpirun when the others exit
+        return 0
+    import kolo.torch as hvd
+    start = time.monotonic()
+    try:
+        hvd.init()
+    except Exception as e:  # the class is part of what the driver checks
+        took = time.monotonic() - start
+        say("FAULT-RESULT rank %d: %s: %s" % (rank, type(e).__name__, e))
+        say("FAULT-TOOK rank %d: %.2f" % (rank, took))
+        return 3
+    say("FAULT-RESULT rank %d: OK: hvd.init returned" % rank)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
