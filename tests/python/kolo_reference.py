@@ -4,6 +4,7 @@ Every rank can rebuild every other rank's input (the values depend only on a key
 the dtype), so each rank computes the expected result of a collective by itself, in float64 or
 int64, never by asking kolo.
 """
+import math
 import zlib
 
 import torch
@@ -141,3 +142,23 @@ def assert_matches(actual, expected, what=""):
                              "expected %s" % (prefix, int(wrong.sum()), wrong.numel(), idx,
                                               actual.reshape(-1)[idx].item(),
                                               expected.reshape(-1)[idx].item()))
+
+
+def adasum_pair(a, b):
+    """(1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b; a coefficient is 1 below sqrt(DBL_MIN)."""
+    dot, aa, bb = float(a @ b), float(a @ a), float(b @ b)
+    tiny = math.sqrt(2.2250738585072014e-308)
+    ca = 1 - dot / (2 * aa) if aa >= tiny else 1.0
+    cb = 1 - dot / (2 * bb) if bb >= tiny else 1.0
+    return ca * a + cb * b
+
+
+def adasum_reference(inputs):
+    """The binary tree of ranks, lower rank on the left: (0,1), (2,3), ...; then those."""
+    v = [x.double().reshape(-1) for x in inputs]
+    d = 1
+    while d < len(v):
+        for r in range(0, len(v), 2 * d):
+            v[r] = adasum_pair(v[r], v[r + d])
+        d *= 2
+    return v[0].reshape(inputs[0].shape)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import kolo.torch as hvd
-from kolo_reference import FLOAT_DTYPES, all_rank_values, dtype_id
+from kolo_reference import FLOAT_DTYPES, adasum_reference, all_rank_values, dtype_id
 
 # Unit roundoff of the dtype a result is stored in (the reduction itself runs in float32, or
 # float64 for float64).
@@ -18,26 +18,6 @@ ROUNDOFF = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float32:
 
 def power_of_two(n):
     return n & (n - 1) == 0
-
-
-def adasum_pair(a, b):
-    """(1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b; a coefficient is 1 below sqrt(DBL_MIN)."""
-    dot, aa, bb = float(a @ b), float(a @ a), float(b @ b)
-    tiny = math.sqrt(2.2250738585072014e-308)
-    ca = 1 - dot / (2 * aa) if aa >= tiny else 1.0
-    cb = 1 - dot / (2 * bb) if bb >= tiny else 1.0
-    return ca * a + cb * b
-
-
-def adasum_reference(inputs):
-    """The binary tree of ranks, lower rank on the left: (0,1), (2,3), ...; then those."""
-    v = [x.double().reshape(-1) for x in inputs]
-    d = 1
-    while d < len(v):
-        for r in range(0, len(v), 2 * d):
-            v[r] = adasum_pair(v[r], v[r + d])
-        d *= 2
-    return v[0].reshape(inputs[0].shape)
 
 
 def check_adasum(actual, inputs, what, prescale=1.0, postscale=1.0):

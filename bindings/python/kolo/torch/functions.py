@@ -68,7 +68,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
         process_set: the ranks that take part (default: all; kolo's addition, a keyword
             after Horovod's arguments).
     """
-    from kolo.torch.optimizer import _DistributedOptimizer
+    from kolo.torch.optimizer import _GradientHooks
 
     if isinstance(model, ProcessSet):
         raise TypeError("broadcast_optimizer_state: the third argument is Horovod's model; pass "
@@ -95,10 +95,10 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
                     if isinstance(optimizer, torch.optim.SparseAdam) or (
                             isinstance(optimizer, torch.optim.SGD) and id(p) in sparse_params):
                         p.grad = p.grad.to_sparse()
-        if isinstance(optimizer, _DistributedOptimizer):
-            # The wrapped optimizer's step: the distributed one would all-reduce, and deadlock
-            # unless every rank stepped too.
-            super(_DistributedOptimizer, optimizer).step()
+        if isinstance(optimizer, _GradientHooks):
+            # The wrapped optimizer's step: the distributed one (Adasum's too) would all-reduce,
+            # and deadlock unless every rank stepped too.
+            super(_GradientHooks, optimizer).step()
         else:
             optimizer.step()
         state_dict = optimizer.state_dict()

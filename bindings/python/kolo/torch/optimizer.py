@@ -6,7 +6,8 @@ optimizer's class (so ``isinstance(opt, torch.optim.SGD)`` holds) with the distr
 behaviour mixed in first. A hook on each parameter's gradient accumulator submits the
 parameter's all-reduce (in place on ``p.grad``, named ``"allreduce.<parameter name>"``) as soon
 as backward has produced that gradient, so communication overlaps the rest of backward;
-``step()`` first waits for all of them (``synchronize()``).
+``step()`` first waits for all of them (``synchronize()``). With op=Adasum and more than one
+rank the mixin is adasum_optimizer's instead (Horovod's Adasum optimizer).
 """
 
 import os
@@ -46,7 +47,90 @@ def _not_compiled(hook):
     return hook if disable is None else disable(hook)
 
 
-class _DistributedOptimizer(object):
+class _GradientHooks(object):
+    """What the two distributed optimizers (this file's and adasum_optimizer's) share: the
+    parameters' names, a hook on each gradient accumulator, the count of backward passes before
+    a parameter's communication starts, and the guard on zero_grad()."""
+
+    def _init_gradient_hooks(self, named_parameters, backward_passes_per_step):
+        """Checks ``named_parameters`` (a list of (name, parameter)) against the parameter
+        groups and sets up the state the hooks share."""
+        if any(not isinstance(p, tuple) for p in named_parameters):
+            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
+                             "usually produced by model.named_parameters().")
+
+        dups = _GradientHooks.find_duplicates([k for k, _ in named_parameters])
+        if dups:
+            raise ValueError("Parameter names in named_parameters must be unique. "
+                             "Found duplicates: %s" % ", ".join(sorted(dups)))
+
+        all_param_ids = {id(v) for param_group in self.param_groups
+                         for v in param_group["params"]}
+        named_param_ids = {id(v) for _, v in named_parameters}
+        unnamed_param_ids = all_param_ids - named_param_ids
+        if unnamed_param_ids:
+            raise ValueError("named_parameters was specified, but one or more model parameters "
+                             "were not named. Python object ids: %s"
+                             % ", ".join(str(i) for i in unnamed_param_ids))
+
+        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {v: self.backward_passes_per_step for _, v in named_parameters}
+
+        self._handles = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+
+    @staticmethod
+    def find_duplicates(lst):
+        seen = set()
+        dups = set()
+        for el in lst:
+            if el in seen:
+                dups.add(el)
+            seen.add(el)
+        return dups
+
+    def set_backward_passes_per_step(self, passes):
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+
+    def _hook_gradient(self, p):
+        """Calls ``self._make_hook(p)``'s hook each time backward has added a gradient into
+        ``p.grad``."""
+        self._requires_update.add(p)
+        # The gradient accumulator of p: its hook runs once backward has added this pass's
+        # gradient into p.grad. Kept referenced so it stays the same node.
+        grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+        grad_acc.register_hook(_not_compiled(self._make_hook(p)))
+        self._grad_accs.append(grad_acc)
+
+    def _count_backward_pass(self, p):
+        """Counts one more backward pass's gradient of ``p``; True when it is the last one
+        before the parameter's communication (backward_passes_per_step of them)."""
+        if p in self._handles and self._handles[p][0] is not None:
+            if self._allreduce_delay[p] <= 0:
+                raise AssertionError(
+                    "Gradients were computed more than backward_passes_per_step times "
+                    "before call to step(). Increase backward_passes_per_step to "
+                    "accumulate gradients locally.")
+        assert not p.grad.requires_grad
+        assert self._allreduce_delay[p] > 0
+        self._allreduce_delay[p] -= 1
+        return self._allreduce_delay[p] == 0
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
+        return super().zero_grad(*args, **kwargs)
+
+
+class _DistributedOptimizer(_GradientHooks):
     """Mixed in before the wrapped optimizer's class; see DistributedOptimizer()."""
 
     def __init__(self, params, named_parameters, compression,
@@ -64,37 +148,11 @@ class _DistributedOptimizer(object):
             named_parameters = [("allreduce.noname.%d.%d" % (i, j), v)
                                 for i, param_group in enumerate(self.param_groups)
                                 for j, v in enumerate(param_group["params"])]
-        if any(not isinstance(p, tuple) for p in named_parameters):
-            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
-                             "usually produced by model.named_parameters().")
-
-        dups = _DistributedOptimizer.find_duplicates([k for k, _ in named_parameters])
-        if dups:
-            raise ValueError("Parameter names in named_parameters must be unique. "
-                             "Found duplicates: %s" % ", ".join(sorted(dups)))
-
-        all_param_ids = {id(v) for param_group in self.param_groups
-                         for v in param_group["params"]}
-        named_param_ids = {id(v) for _, v in named_parameters}
-        unnamed_param_ids = all_param_ids - named_param_ids
-        if unnamed_param_ids:
-            raise ValueError("named_parameters was specified, but one or more model parameters "
-                             "were not named. Python object ids: %s"
-                             % ", ".join(str(i) for i in unnamed_param_ids))
-
-        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda kv: kv[0])}
-        self.backward_passes_per_step = backward_passes_per_step
-        self._allreduce_delay = {v: self.backward_passes_per_step for _, v in named_parameters}
+        self._init_gradient_hooks(named_parameters, backward_passes_per_step)
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         self.sparse_as_dense = sparse_as_dense
         self.process_set = _as_set(process_set)
-
-        self._handles = {}
-        self._grad_accs = []
-        self._requires_update = set()
-        self._synchronized = False
-        self._should_synchronize = True
 
         if groups is not None:
             if not (isinstance(groups, list) or groups > 0):
@@ -126,21 +184,6 @@ class _DistributedOptimizer(object):
         for p in self._allreduce_delay:
             self._allreduce_delay[p] = self.backward_passes_per_step
         super().load_state_dict(*args, **kwargs)
-
-    @staticmethod
-    def find_duplicates(lst):
-        seen = set()
-        dups = set()
-        for el in lst:
-            if el in seen:
-                dups.add(el)
-            seen.add(el)
-        return dups
-
-    def set_backward_passes_per_step(self, passes):
-        self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = self.backward_passes_per_step
 
     def _register_hooks(self):
         if self._groups is not None:
@@ -176,12 +219,7 @@ class _DistributedOptimizer(object):
         for param_group in self.param_groups:
             for p in param_group["params"]:
                 if p.requires_grad:
-                    self._requires_update.add(p)
-                    # The gradient accumulator of p: its hook runs once backward has added
-                    # this pass's gradient into p.grad. Kept referenced so it stays the same node.
-                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    grad_acc.register_hook(_not_compiled(self._make_hook(p)))
-                    self._grad_accs.append(grad_acc)
+                    self._hook_gradient(p)
 
     def _scale_factors(self):
         if self.op == Average:
@@ -230,17 +268,8 @@ class _DistributedOptimizer(object):
 
     def _make_hook(self, p):
         def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
             handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
+            if self._count_backward_pass(p):
                 if self._groups is not None:
                     group = self._p_to_group[p]
                     self._group_counts[group] += 1
@@ -334,13 +363,6 @@ class _DistributedOptimizer(object):
         self._synchronized = False
         return super().step(closure)
 
-    def zero_grad(self, *args, **kwargs):
-        if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
-        return super().zero_grad(*args, **kwargs)
-
 
 def DistributedOptimizer(optimizer, named_parameters=None,
                          compression=Compression.none,
@@ -365,9 +387,12 @@ def DistributedOptimizer(optimizer, named_parameters=None,
         compression: Compression.none or Compression.fp16 (gradients cross the wire as
             float16).
         backward_passes_per_step: backward passes accumulated locally before the all-reduce.
-        op: Average (default) or Sum (Min, Max, Product also pass through). Horovod's Adasum
-            optimizer (op=Adasum, which combines the wrapped optimizer's parameter updates) is
-            not implemented; allreduce(op=Adasum) is.
+        op: Average (default) or Sum (Min, Max, Product also pass through), or Adasum:
+            Horovod's Adasum optimizer (see adasum_optimizer), which runs the wrapped optimizer
+            on each rank's own gradients and combines the ranks' parameter updates with
+            allreduce(op=Adasum) in step(); the global process set only, at a power-of-two
+            number of ranks (NotImplementedError otherwise); synchronize() does nothing and
+            skip_synchronize() raises AssertionError. With one rank, as the other ops.
         gradient_predivide_factor: with op == Average, gradients are scaled by
             1 / gradient_predivide_factor before the sum and by gradient_predivide_factor / size
             after it.
@@ -388,16 +413,32 @@ def DistributedOptimizer(optimizer, named_parameters=None,
         if groups is None:
             groups = num_groups
 
-    if op == Adasum and size() > 1:
-        raise NotImplementedError("kolo: DistributedOptimizer(op=Adasum) (Horovod's Adasum "
-                                  "optimizer) is not implemented; use op=Average or op=Sum, or "
-                                  "hvd.allreduce(op=hvd.Adasum) on the gradients yourself")
+    if backward_passes_per_step <= 0:
+        raise ValueError("backward_passes_per_step must be > 0")
 
     base = optimizer.__class__
-    cls = type(base.__name__, (_DistributedOptimizer, base), {"__module__": __name__})
-    distributed = cls(optimizer.param_groups, named_parameters, compression,
-                      backward_passes_per_step, op, gradient_predivide_factor, groups,
-                      sparse_as_dense, process_set)
+    if op != Adasum or size() == 1:
+        cls = type(base.__name__, (_DistributedOptimizer, base), {"__module__": __name__})
+        distributed = cls(optimizer.param_groups, named_parameters, compression,
+                          backward_passes_per_step, op, gradient_predivide_factor, groups,
+                          sparse_as_dense, process_set)
+    else:
+        # Horovod's Adasum optimizer: groups and sparse_as_dense do not apply to it.
+        from kolo.torch.adasum_optimizer import _DistributedAdasumOptimizer
+
+        if _process_set_id(process_set) != global_process_set.process_set_id:
+            raise NotImplementedError("Adasum does not support non-global process sets yet.")
+        n = size()
+        if n & (n - 1):
+            # Refused here, on every rank alike, before a backward pass has stepped any
+            # parameter; Horovod raises from the first gradient hook.
+            raise NotImplementedError(
+                "kolo: DistributedOptimizer(op=Adasum) needs a power-of-two number of ranks "
+                "(Adasum combines the ranks' updates pairwise over a binary tree); this job "
+                "has %d" % n)
+        cls = type(base.__name__, (_DistributedAdasumOptimizer, base), {"__module__": __name__})
+        distributed = cls(optimizer.param_groups, named_parameters, compression,
+                          backward_passes_per_step)
     # The wrapped class was constructed from the parameter groups alone (its constructor's
     # defaults were not passed): keep the original defaults for add_param_group().
     distributed.defaults = dict(optimizer.defaults)
