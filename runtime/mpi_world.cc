@@ -22,7 +22,9 @@ void FinalizeAtExit() {
   if (initialized && !finalized) MPI_Finalize();
 }
 
-Status EnsureMpi(double start_timeout_seconds) {
+}  // namespace
+
+Status EnsureMpi(double start_timeout_seconds, const std::vector<int>& world_ranks) {
   int initialized = 0, finalized = 0;
   KOLO_MPI_CALL(MPI_Finalized(&finalized));
   if (finalized) return FailedPreconditionError("kolo_init: MPI has already been finalized");
@@ -32,7 +34,8 @@ Status EnsureMpi(double start_timeout_seconds) {
   // has returned (see StartFence's destructor).
   StartFence fence;
   if (start_timeout_seconds > 0) {
-    KOLO_RETURN_IF_ERROR(fence.Await(start_timeout_seconds, {}, "kolo_init"));
+    KOLO_RETURN_IF_ERROR(fence.Await(start_timeout_seconds,
+                                     initialized ? world_ranks : std::vector<int>{}, "kolo_init"));
   }
   int provided = 0;
   if (!initialized) {
@@ -55,6 +58,8 @@ Status EnsureMpi(double start_timeout_seconds) {
   }
   return Status::OK();
 }
+
+namespace {
 
 Status Dup(MPI_Comm comm, MPI_Comm* out) {
   KOLO_MPI_CALL(MPI_Comm_dup(comm, out));
@@ -109,12 +114,50 @@ StatusOr<MpiWorld> AttachToComm(MPI_Comm base, size_t max_call_bytes, bool watch
 
 }  // namespace
 
-StatusOr<MpiWorld> AttachToMpi(size_t max_call_bytes, double start_timeout_seconds) {
-  KOLO_RETURN_IF_ERROR(EnsureMpi(start_timeout_seconds));
-  auto w = AttachToComm(MPI_COMM_WORLD, max_call_bytes, /*watch_peers=*/true);
+StatusOr<MPI_Comm> CommOfWorldRanks(const std::vector<int>& ranks) {
+  int world_rank = 0, world_size = 0;
+  KOLO_MPI_CALL(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  KOLO_MPI_CALL(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+  std::string list = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) list += (i ? "," : "") + std::to_string(ranks[i]);
+  list += "]";
+  const std::string what = "kolo_init_ranks " + list + ": ";
+  if (ranks.empty()) return InvalidArgumentError(what + "the list of ranks is empty");
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() < 0 || sorted.back() >= world_size) {
+    return InvalidArgumentError(what + "a rank is outside MPI_COMM_WORLD [0, " +
+                                std::to_string(world_size) + ")");
+  }
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return InvalidArgumentError(what + "a rank is listed twice");
+  }
+  // Only members may call MPI_Comm_create_group; the others must not wait for them.
+  if (!std::binary_search(sorted.begin(), sorted.end(), world_rank)) {
+    return InvalidArgumentError(what + "this process (MPI_COMM_WORLD rank " +
+                                std::to_string(world_rank) +
+                                ") is not listed; only the listed ranks call it");
+  }
+  MPI_Group world_group, group;
+  KOLO_MPI_CALL(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+  const int err = MPI_Group_incl(world_group, static_cast<int>(ranks.size()), ranks.data(), &group);
+  MPI_Group_free(&world_group);
+  if (err != MPI_SUCCESS) return MpiError(err, "MPI_Group_incl");
+  MPI_Comm comm = MPI_COMM_NULL;
+  // A tag of kolo's own, so that a concurrent MPI_Comm_create_group of the application's over
+  // the same ranks cannot be matched with this one.
+  constexpr int kCreateTag = 0x6b6f6c;
+  const int created = MPI_Comm_create_group(MPI_COMM_WORLD, group, kCreateTag, &comm);
+  MPI_Group_free(&group);
+  if (created != MPI_SUCCESS) return MpiError(created, "MPI_Comm_create_group");
+  return comm;
+}
+
+StatusOr<MpiWorld> AttachToMpi(MPI_Comm base, size_t max_call_bytes) {
+  auto w = AttachToComm(base, max_call_bytes, /*watch_peers=*/true);
   if (!w.ok()) return w;
   MPI_Comm admin;
-  KOLO_RETURN_IF_ERROR(Dup(MPI_COMM_WORLD, &admin));
+  KOLO_RETURN_IF_ERROR(Dup(base, &admin));
   w->admin = std::make_unique<MpiCommunicator>(admin, max_call_bytes);
   return w;
 }

@@ -26,7 +26,7 @@
 namespace kolo {
 
 struct LocalPeer {
-  int rank = 0;  // in MPI_COMM_WORLD
+  int rank = 0;  // in kolo's base communicator (MPI_COMM_WORLD unless kolo_init_ranks/_comm)
   int pid = 0;
 };
 

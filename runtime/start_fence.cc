@@ -122,20 +122,29 @@ Status StartFence::Await(double timeout_seconds, const std::vector<int>& request
   pmix_proc_t me;
   if (PMIx_Init(&me, nullptr, 0) != PMIX_SUCCESS) return Status::OK();  // MPI_Init will say
   held_ = true;
-  std::vector<int> ranks = requested;
+  pmix_proc_t job;
+  PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+  pmix_value_t* size = nullptr;
+  if (PMIx_Get(&job, PMIX_JOB_SIZE, nullptr, 0, &size) != PMIX_SUCCESS || !size) {
+    return Status::OK();
+  }
+  uint32_t job_size = 0;
+  pmix_status_t rc;
+  PMIX_VALUE_GET_NUMBER(rc, size, job_size, uint32_t);
+  PMIX_VALUE_RELEASE(size);
+  if (rc != PMIX_SUCCESS) return Status::OK();
+  std::vector<int> ranks;
+  for (int r : requested) {
+    // A rank outside the job, or a list without this rank, is the caller's mistake, which it
+    // reports once MPI has started; no fence can include them.
+    if (r >= 0 && static_cast<uint32_t>(r) < job_size) ranks.push_back(r);
+  }
+  if (!requested.empty() &&
+      !std::binary_search(ranks.begin(), ranks.end(), static_cast<int>(me.rank))) {
+    return Status::OK();
+  }
   if (ranks.empty()) {
-    pmix_proc_t job;
-    PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
-    pmix_value_t* size = nullptr;
-    if (PMIx_Get(&job, PMIX_JOB_SIZE, nullptr, 0, &size) != PMIX_SUCCESS || !size) {
-      return Status::OK();
-    }
-    uint32_t n = 0;
-    pmix_status_t rc;
-    PMIX_VALUE_GET_NUMBER(rc, size, n, uint32_t);
-    PMIX_VALUE_RELEASE(size);
-    if (rc != PMIX_SUCCESS) return Status::OK();
-    for (uint32_t r = 0; r < n; ++r) ranks.push_back(static_cast<int>(r));
+    for (uint32_t r = 0; r < job_size; ++r) ranks.push_back(static_cast<int>(r));
   }
   // A key per start, so a second kolo_init after kolo_shutdown does not find the first one's.
   static std::atomic<int> starts{0};

@@ -34,9 +34,10 @@ class StartFence {
   ~StartFence();
 
   // Waits until every rank in `ranks` (ranks of the launcher's job, ascending; empty = all of
-  // them) has called this, for at most `timeout_seconds`. OK when they all did, or when the
-  // process was not started by a PMIx launcher; kDeadlineExceeded naming the missing ranks
-  // otherwise. `caller` names the call in the message ("kolo_init").
+  // them) has called this, for at most `timeout_seconds`. OK when they all did, when the
+  // process was not started by a PMIx launcher, or when `ranks` leaves this rank out (the
+  // caller reports that mistake itself); kDeadlineExceeded naming the missing ranks otherwise.
+  // Ranks outside the job are ignored. `caller` names the call in the message ("kolo_init").
   Status Await(double timeout_seconds, const std::vector<int>& ranks, const char* caller);
 
  private:

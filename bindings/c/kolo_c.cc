@@ -16,6 +16,7 @@
 #include "base/logging.h"
 #include "bindings/c/process_sets.h"
 #include "kolo/kolo.h"
+#include "collectives/mpi/mpi_call.h"
 #include "collectives/mpi/mpi_node.h"
 #include "collectives/mpi/mpi_topology.h"
 #include "collectives/topology_cost.h"
@@ -161,21 +162,45 @@ kolo::CostModel JobCostModel(MPI_Comm comm, const kolo::NodeMap& map, const kolo
   return cost;
 }
 
-}  // namespace
+// KOLO_START_TIMEOUT, read before MPI starts; a malformed configuration is reported by StartOn
+// (every rank then fails together), so here it means the default.
+double StartTimeout() {
+  auto parsed = kolo::ConfigFromEnvironment();
+  return parsed.ok() ? parsed->start_timeout_seconds : kolo::Config{}.start_timeout_seconds;
+}
 
-extern "C" {
+// The MPI_COMM_WORLD ranks of `comm`'s members, ascending: the ranks kolo_init_comm's start
+// waits for. Empty (the whole job) when MPI has not started or `comm` is not a usable
+// intracommunicator (kolo_init_comm then refuses it).
+std::vector<int> WorldRanksOf(MPI_Comm comm) {
+  int initialized = 0, finalized = 0, inter = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized || comm == MPI_COMM_NULL) return {};
+  if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return {};
+  MPI_Group group, world;
+  int size = 0;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_size(group, &size);
+  std::vector<int> mine(static_cast<size_t>(size)), theirs(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i) mine[static_cast<size_t>(i)] = i;
+  MPI_Group_translate_ranks(group, size, mine.data(), world, theirs.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  std::sort(theirs.begin(), theirs.end());
+  return theirs;
+}
 
-kolo_status_t kolo_init(void) {
-  g_last_error.clear();
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_runtime) return KOLO_SUCCESS;
+// kolo_init* after their own checks: starts kolo on `base` (collective over it; kolo keeps dups
+// of it, never `base` itself). Called with g_mu held, after EnsureMpi, when not initialised.
+kolo_status_t StartOn(MPI_Comm base) {
   // A malformed configuration still joins the collective start-up below, so the other ranks
   // fail with it instead of waiting for this one.
   auto parsed = kolo::ConfigFromEnvironment();
   const kolo::Config config = parsed.ok() ? *parsed : kolo::Config{};
   kolo::ConfigureLogging(config.log_level, config.log_hide_time);
-  auto world = kolo::AttachToMpi(static_cast<size_t>(config.fusion_chunk_bytes),
-                                 config.start_timeout_seconds);
+  auto world = kolo::AttachToMpi(base, static_cast<size_t>(config.fusion_chunk_bytes));
   if (!world.ok()) return Fail(world.status());
   kolo::SetLogRank(world->layout.rank, world->layout.size);
   if (world->layout.rank == 0) kolo::WarnUnknownVariables();
@@ -243,6 +268,62 @@ kolo_status_t kolo_init(void) {
   kolo::capi::AttachProcessSets(std::move(world->admin), config, runtime, cost);
   g_runtime = std::move(runtime);
   return KOLO_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+kolo_status_t kolo_init(void) {
+  g_last_error.clear();
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_runtime) return KOLO_SUCCESS;
+  kolo::Status mpi = kolo::EnsureMpi(StartTimeout());
+  if (!mpi.ok()) return Fail(mpi);
+  return StartOn(MPI_COMM_WORLD);
+}
+
+kolo_status_t kolo_init_ranks(const int* ranks, int nranks) {
+  g_last_error.clear();
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_runtime) return KOLO_SUCCESS;
+  if (nranks < 0 || (nranks > 0 && !ranks)) {
+    return Fail(kolo::InvalidArgumentError("kolo_init_ranks: nranks " + std::to_string(nranks) +
+                                           " is negative or ranks is NULL"));
+  }
+  // The listed ranks meet (when MPI has started; MPI_Init needs every rank of the job).
+  std::vector<int> listed(ranks, ranks + nranks);
+  std::sort(listed.begin(), listed.end());
+  listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  kolo::Status mpi = kolo::EnsureMpi(StartTimeout(), listed);
+  if (!mpi.ok()) return Fail(mpi);
+  auto comm = kolo::CommOfWorldRanks(std::vector<int>(ranks, ranks + nranks));
+  if (!comm.ok()) return Fail(comm.status());
+  MPI_Comm base = *comm;
+  const kolo_status_t s = StartOn(base);
+  MPI_Comm_free(&base);
+  return s;
+}
+
+kolo_status_t kolo_init_comm(MPI_Comm comm) {
+  g_last_error.clear();
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_runtime) return KOLO_SUCCESS;
+  kolo::Status mpi = kolo::EnsureMpi(StartTimeout(), WorldRanksOf(comm));
+  if (!mpi.ok()) return Fail(mpi);
+  if (comm == MPI_COMM_NULL) {
+    return Fail(kolo::InvalidArgumentError(
+        "kolo_init_comm: the communicator is MPI_COMM_NULL (is this rank outside the group it "
+        "was made from?)"));
+  }
+  int inter = 0;
+  const int rc = MPI_Comm_test_inter(comm, &inter);
+  if (rc != MPI_SUCCESS) return Fail(kolo::MpiError(rc, "kolo_init_comm: MPI_Comm_test_inter"));
+  if (inter) {
+    return Fail(kolo::InvalidArgumentError(
+        "kolo_init_comm: an intercommunicator was given; kolo needs an intracommunicator"));
+  }
+  return StartOn(comm);
 }
 
 kolo_status_t kolo_shutdown(void) {

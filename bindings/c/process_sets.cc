@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "base/logging.h"
+#include "bindings/c/process_set_calls.h"
 #include "collectives/mpi/mpi_call.h"
 #include "kolo/kolo.h"
 #include "runtime/coordinator.h"
@@ -36,54 +37,20 @@ std::string List(const std::vector<int>& ranks) {
   return s + "]";
 }
 
-// Every rank's list (an empty one where the rank's own list was invalid), or a transport error.
-Status GatherLists(const std::vector<int>& mine, bool valid, std::vector<std::vector<int>>* all) {
-  const int size = g_admin->Size();
-  int n = valid ? static_cast<int>(mine.size()) : -1;
-  std::vector<int> counts(size);
-  KOLO_MPI_CALL(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, g_admin->comm()));
-  std::vector<int> recv_counts(size), displs(size);
-  int total = 0;
-  for (int r = 0; r < size; ++r) {
-    recv_counts[r] = std::max(counts[r], 0);
-    displs[r] = total;
-    total += recv_counts[r];
-  }
-  std::vector<int> flat(std::max(total, 1));
-  KOLO_MPI_CALL(MPI_Allgatherv(mine.data(), valid ? n : 0, MPI_INT, flat.data(),
-                               recv_counts.data(), displs.data(), MPI_INT, g_admin->comm()));
-  all->assign(size, {});
-  for (int r = 0; r < size; ++r) {
-    if (counts[r] < 0) continue;
-    (*all)[r].assign(flat.begin() + displs[r], flat.begin() + displs[r] + counts[r]);
-  }
-  for (int r = 0; r < size; ++r) {
-    if (counts[r] < 0) (*all)[r] = {-1};  // marks "invalid on that rank"
-  }
-  return Status::OK();
-}
-
-// "" when every rank passed the same list; else "ranks 0,1 passed [0,1], rank 2 passed [0,2]".
-std::string Disagreement(const std::vector<std::vector<int>>& all) {
-  std::vector<std::vector<int>> lists;
-  std::vector<std::vector<int>> groups;
-  for (size_t r = 0; r < all.size(); ++r) {
-    size_t g = std::find(lists.begin(), lists.end(), all[r]) - lists.begin();
-    if (g == lists.size()) {
-      lists.push_back(all[r]);
-      groups.emplace_back();
-    }
-    groups[g].push_back(static_cast<int>(r));
-  }
-  if (groups.size() == 1) return "";
-  std::string msg;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const bool one = groups[g].size() == 1;
-    msg += (g ? ", " : "") + std::string(one ? "rank " : "ranks ") + RankList(groups[g]) +
-           (one ? " passed " : " passed ") +
-           (lists[g] == std::vector<int>{-1} ? std::string("an invalid list") : List(lists[g]));
-  }
-  return msg;
+// Every rank's call, and OK when all made the same one; else why not, the same on every rank.
+// `what` is this rank's call for the message ("remove_process_set(1)").
+Status Agree(Runtime& global, const ProcessSetCall& mine, const std::string& what,
+             const std::string& rule) {
+  auto calls = ExchangeCalls(global, mine);
+  if (!calls.ok()) return Status(calls.status()).AddContext(what);
+  const std::string differ = DescribeDifferences(*calls);
+  if (differ.empty()) return Status::OK();
+  const bool same_kind = std::all_of(calls->begin(), calls->end(), [&](const ProcessSetCall& c) {
+    return c.kind == mine.kind;
+  });
+  return InvalidArgumentError(what + ": " +
+                              (same_kind ? rule : "every rank must make the same process-set call") +
+                              ": " + differ);
 }
 
 }  // namespace
@@ -158,13 +125,13 @@ StatusOr<int> AddProcessSet(const std::vector<int>& requested) {
                                  " name a rank twice");
   }
   // Collective from here on: every rank learns every rank's list, so all fail or all succeed.
-  std::vector<std::vector<int>> all;
-  KOLO_RETURN_IF_ERROR(GatherLists(ranks, local.ok(), &all).AddContext("add_process_set"));
+  ProcessSetCall call;
+  call.valid = local.ok();
+  if (call.valid) call.ranks = ranks;
+  const Status agreed = Agree(*global, call, "add_process_set",
+                              "every rank must pass the same ranks");
   if (!local.ok()) return local;
-  const std::string differ = Disagreement(all);
-  if (!differ.empty()) {
-    return InvalidArgumentError("add_process_set: every rank must pass the same ranks: " + differ);
-  }
+  KOLO_RETURN_IF_ERROR(agreed);
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (const auto& [id, set] : g_sets) {
@@ -207,15 +174,18 @@ StatusOr<int> AddProcessSet(const std::vector<int>& requested) {
 
 Status RemoveProcessSet(int id) {
   std::lock_guard<std::mutex> admin_lock(g_admin_mu);
-  if (!g_admin) return FailedPreconditionError("remove_process_set: kolo is not initialized");
-  // Every rank must remove the same set: agree first, so a mistake fails everywhere.
-  int ids[2] = {id, -id}, agreed[2] = {0, 0};
-  KOLO_MPI_CALL(MPI_Allreduce(ids, agreed, 2, MPI_INT, MPI_MAX, g_admin->comm()));
-  if (agreed[0] != id || -agreed[1] != id) {
-    return InvalidArgumentError("remove_process_set: every rank must remove the same process "
-                                "set; ids range from " + std::to_string(-agreed[1]) + " to " +
-                                std::to_string(agreed[0]));
+  std::shared_ptr<Runtime> global;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    global = g_global;
   }
+  if (!global) return FailedPreconditionError("remove_process_set: kolo is not initialized");
+  // Every rank must remove the same set: agree first, so a mistake fails everywhere.
+  ProcessSetCall call;
+  call.kind = ProcessSetCall::kRemove;
+  call.id = id;
+  KOLO_RETURN_IF_ERROR(Agree(*global, call, "remove_process_set(" + std::to_string(id) + ")",
+                             "every rank must remove the same process set"));
   if (id == 0) return InvalidArgumentError("remove_process_set: the global process set (0) "
                                            "cannot be removed");
   ProcessSet set;

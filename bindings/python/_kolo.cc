@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>  // before kolo.h, which then declares kolo_init_comm
+
 #include "kolo/config.h"
 #include "kolo/kolo.h"
 
@@ -402,6 +404,30 @@ PYBIND11_MODULE(_kolo, m) {
     }
     Check(s);
   });
+  m.def(
+      "init_ranks",
+      [](const std::vector<int>& ranks) {
+        kolo_status_t s;
+        {
+          py::gil_scoped_release release;  // collective over the listed ranks
+          s = kolo_init_ranks(ranks.data(), static_cast<int>(ranks.size()));
+        }
+        Check(s);
+      },
+      py::arg("ranks"));
+  // An mpi4py communicator arrives as its Fortran handle (comm.py2f()): portable across MPI
+  // implementations and needs no mpi4py headers here. MPI is initialised by then (mpi4py did).
+  m.def(
+      "init_comm",
+      [](int64_t fortran_handle) {
+        kolo_status_t s;
+        {
+          py::gil_scoped_release release;  // collective over the communicator
+          s = kolo_init_comm(MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle)));
+        }
+        Check(s);
+      },
+      py::arg("fortran_handle"));
   m.def("shutdown", [] {
     py::gil_scoped_release release;
     kolo_shutdown();

@@ -97,3 +97,50 @@ def test_ranks_waiting_for_different_operations_fail_with_what_each_waits_for():
     message = str(info.value)
     assert "rank 0 waits for allreduce 'allreduce.a'" in message, message
     _next_op_works("waits")
+
+
+def test_remove_process_set_with_different_sets_fails_on_every_rank():
+    # Rank 0 removes one set, the others another: every rank fails at once, naming both ids
+    # and who passed which; both sets stay.
+    a = hvd.add_process_set([0])
+    b = hvd.add_process_set(list(range(1, hvd.size())))
+    try:
+        mine = a if hvd.rank() == 0 else b
+        start = time.monotonic()
+        with pytest.warns(RuntimeWarning) as caught:
+            assert hvd.remove_process_set(mine) is False
+        assert time.monotonic() - start < 10
+        others = "rank 1 removes" if hvd.size() == 2 else "ranks 1,2 remove"
+        expected = "remove_process_set(%d): every rank must remove the same process set: " \
+                   "rank 0 removes %d, %s %d" % (mine.process_set_id, a.process_set_id, others,
+                                                  b.process_set_id)
+        assert any(expected in str(w.message) for w in caught), [str(w.message) for w in caught]
+        _next_op_works("remove-differs")
+    finally:
+        assert hvd.remove_process_set(a) and hvd.remove_process_set(b)
+
+
+def test_remove_process_set_a_rank_never_calls_ends_within_seconds():
+    # The last rank goes on to an allreduce instead of removing the set: the removal and the
+    # allreduce both fail on every rank within seconds (no stall setting), naming the call and
+    # the rank that did not make it; the set stays, and the next operation works.
+    ps = hvd.add_process_set([0])
+    try:
+        last = hvd.rank() == hvd.size() - 1
+        start = time.monotonic()
+        with pytest.raises(hvd.HorovodInternalError) as info:
+            if last:
+                hvd.allreduce(torch.ones(2), name="instead", op=hvd.Sum)
+            else:
+                hvd.remove_process_set(ps)
+        assert time.monotonic() - start < 10
+        message = str(info.value)
+        if not last:
+            assert message.startswith("remove_process_set(%d): " % ps.process_set_id), message
+        assert "deadlock" in message, message
+        assert "not submitted by rank %d" % (hvd.size() - 1) in message, message
+        assert "rank %d waits for allreduce 'allreduce.instead'" % (hvd.size() - 1) in message, \
+            message
+        _next_op_works("remove-missing")
+    finally:
+        assert hvd.remove_process_set(ps)

@@ -121,7 +121,8 @@ typedef struct kolo_handle_s* kolo_handle_t;
 
 /* ---- life cycle ---------------------------------------------------------------------------- */
 
-/* Initialises kolo on every rank of MPI_COMM_WORLD. Collective: every rank must call it.
+/* Initialises kolo on every rank of MPI_COMM_WORLD. Collective: every rank must call it
+ * (kolo_init_ranks and kolo_init_comm below start it on fewer ranks).
  * Initialises MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) when the application has not;
  * otherwise attaches to the application's MPI, which must provide MPI_THREAD_MULTIPLE if the
  * application itself calls MPI while kolo is initialised (MPI_THREAD_SERIALIZED is accepted,
@@ -139,6 +140,31 @@ typedef struct kolo_handle_s* kolo_handle_t;
  * unwritable KOLO_TIMELINE), KOLO_ERR_DEADLINE_EXCEEDED (a rank missing at the start),
  * KOLO_ERR_INTERNAL (MPI failed). */
 KOLO_API kolo_status_t kolo_init(void);
+
+/* kolo_init on a subset of MPI_COMM_WORLD (Horovod's horovod_init(ranks, nranks)): the world
+ * ranks ranks[0..nranks) in the order given, so kolo_rank() is this rank's position in the list
+ * and kolo_size() is nranks; local and cross ranks, process sets (whose ranks are kolo ranks)
+ * and every operation stay inside the subset. Collective over the listed ranks only
+ * (MPI_Comm_create_group): the other ranks never take part and are never waited for; each
+ * listed rank must pass the same list. Otherwise as kolo_init.
+ * Errors as kolo_init, and KOLO_ERR_INVALID_ARGUMENT, without waiting for any rank, for an
+ * empty list, a rank outside MPI_COMM_WORLD or listed twice, and on a rank that is not listed
+ * (the message names the list). */
+KOLO_API kolo_status_t kolo_init_ranks(const int* ranks, int nranks);
+
+/* kolo_init on the application's communicator (Horovod's horovod_init_comm): collective over
+ * `comm`, whose ranks are kolo's ranks. kolo duplicates it, so the caller may free `comm` once
+ * this returns. MPI must be initialised (it is, if the caller has a communicator). Otherwise as
+ * kolo_init. Errors as kolo_init, and KOLO_ERR_INVALID_ARGUMENT for MPI_COMM_NULL or an
+ * intercommunicator.
+ * Declared only when <mpi.h> was included before this header: a program that holds an MPI_Comm
+ * includes it anyway, and every other user of kolo.h (and its ABI) stays free of the MPI
+ * headers. The alternative, a Fortran handle (MPI_Fint) in the signature, would spare that
+ * condition but make every C caller convert with MPI_Comm_c2f and lose the type check; bindings
+ * that hold a Fortran handle (mpi4py's py2f) convert with MPI_Comm_f2c themselves. */
+#if defined(MPI_VERSION)
+KOLO_API kolo_status_t kolo_init_comm(MPI_Comm comm);
+#endif
 
 /* Stops the background thread on every rank. Collective in effect: once one rank shuts down,
  * the others' pending and later operations fail with KOLO_ERR_FAILED_PRECONDITION naming that
@@ -285,7 +311,13 @@ KOLO_API kolo_status_t kolo_join_on_device(int device, int* last_joined_rank);
 KOLO_API kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_set_id);
 /* Removes a set; collective over every rank, all passing the same id. The members' pending
  * operations on it fail with KOLO_ERR_FAILED_PRECONDITION. Errors: KOLO_ERR_INVALID_ARGUMENT
- * (unknown id, id 0, or ids differ across ranks), KOLO_ERR_FAILED_PRECONDITION. */
+ * (unknown id, id 0, or ids differ across ranks: "remove_process_set(1): every rank must remove
+ * the same process set: rank 0 removes 1, ranks 1,2 remove 2"), KOLO_ERR_FAILED_PRECONDITION.
+ * Adding and removing are agreed through set 0's negotiation (an all-gather of every rank's call
+ * under the name "__kolo_process_set_calls"), so a rank that never calls fails as a missing rank
+ * of any operation does: KOLO_ERR_DEADLINE_EXCEEDED within seconds when it waits for another
+ * operation instead (the deadlock check), or after KOLO_STALL_SHUTDOWN_TIME_SECONDS; the table is
+ * then unchanged on every rank and the next operation works. */
 KOLO_API kolo_status_t kolo_remove_process_set(int process_set_id);
 /* This rank's rank inside the set, or -1 when it is not a member (or the set is unknown). */
 KOLO_API int kolo_process_set_rank(int process_set_id);

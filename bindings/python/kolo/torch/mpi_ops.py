@@ -64,26 +64,46 @@ def _is_comm_world(comm):
         return False
 
 
+def _start(comm):
+    """kolo._kolo's init for init()'s ``comm``."""
+    if comm is None or _is_comm_world(comm):
+        _k.init()
+        return
+    if isinstance(comm, (list, tuple)):
+        if not all(isinstance(r, int) and not isinstance(r, bool) for r in comm):
+            raise ValueError("kolo: init(comm=...): a list of ranks must hold ints (got %r)"
+                             % (comm,))
+        _k.init_ranks(list(comm))
+        return
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not isinstance(comm, mpi.Comm):
+        raise ValueError("kolo: init(comm=...) takes None, a list of MPI_COMM_WORLD ranks or an "
+                         "mpi4py communicator (got %r)" % (comm,))
+    _k.init_comm(comm.py2f())
+
+
 def init(comm=None, process_sets=None):
-    """Initializes kolo on every rank of MPI_COMM_WORLD (collective: every rank calls it).
-    Starts MPI unless the program already has. Calling it again is a no-op.
+    """Initializes kolo (collective over the ranks it runs on). Starts MPI unless the program
+    already has. Calling it again is a no-op, whatever ``comm`` is.
 
     Arguments:
-        comm: None or mpi4py's MPI.COMM_WORLD; kolo does not run on other communicators yet.
+        comm: where kolo runs, as in Horovod: None (every rank of MPI_COMM_WORLD); a list of
+            MPI_COMM_WORLD ranks (only they call init, each with the same list; rank() is the
+            position in the list; a rank not listed gets a ValueError naming the list); or an
+            mpi4py communicator, which kolo duplicates (every rank of it calls init).
+            size(), rank(), local and cross ranks, process sets and every operation are then
+            relative to that group.
         process_sets: process sets to register now: a list of hvd.ProcessSet or of rank lists,
             the same on every rank (each gets its process_set_id, as with add_process_set), or
             None / "dynamic" (sets can always be added later with add_process_set).
     """
     global _homogeneous
-    if comm is not None and not _is_comm_world(comm):
-        raise ValueError(
-            "kolo: init(comm=...) with a communicator other than MPI.COMM_WORLD is not "
-            "supported yet; kolo always runs on all ranks of MPI_COMM_WORLD (got %r)" % (comm,))
     was_initialized = _k.is_initialized()
     try:
-        _k.init()
+        _start(comm)
     except _k.KoloError as e:
-        raise _internal_error(e) from e
+        # The caller's own mistake (a list that leaves this rank out...) is a ValueError too.
+        raise _internal_error(e, at_submission=True) from e
     if was_initialized and _homogeneous is not None:
         _process_sets._init_process_sets(process_sets)
         return
