@@ -344,8 +344,8 @@ void RunDeviceReplay(const World& world, const ModelLayout& model, const ReplayO
     report->Note(Fmt("  pack   %.0f GB/s = %.0f%% of the device copy", gb / (ms[1] / 1e3),
                      100 * pack_frac) +
                  Fmt("; unpack %.0f GB/s = %.0f%%", gb / (ms[2] / 1e3), 100 * unpack_frac) +
-                 (pack_frac >= 0.9 && unpack_frac >= 0.9 ? "; target >= 90% (issue 7): met"
-                                                         : "; target >= 90% (issue 7): NOT met"));
+                 (pack_frac >= 0.9 && unpack_frac >= 0.9 ? "; target >= 90%: met"
+                                                         : "; target >= 90%: NOT met"));
     // The bench's NCCL communicator goes with `comm`.
     ForgetNcclComms(comm);
   }

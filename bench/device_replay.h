@@ -21,7 +21,7 @@
 //
 // Then the batched pack and unpack kernels (fusion/cuda/device_pack.h) on this model's layout
 // (its tensors where the replay keeps them, 256-byte aligned) against one device-to-device
-// cudaMemcpyAsync of the same bytes, timed with CUDA events (median of 20): issue 7's target is
+// cudaMemcpyAsync of the same bytes, timed with CUDA events (median of 20): the target is
 // pack and unpack at >= 90% of the device copy bandwidth for ResNet-50.
 //
 // Builds without CUDA and NCCL, and machines without a GPU, fail the job with a clear message

@@ -1,5 +1,5 @@
 // An all-reduce algorithm: a small class with one entry point and the cost formula of the
-// source it follows, so the Selector can rank it (CONVENTIONS.md "An algorithm").
+// source it follows, so the Selector can rank it (docs/conventions.md "An algorithm").
 #ifndef KOLO_COLLECTIVES_ALGORITHM_H_
 #define KOLO_COLLECTIVES_ALGORITHM_H_
 

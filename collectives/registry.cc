@@ -4,14 +4,14 @@
 #include "collectives/host/recursive_doubling_allreduce.h"
 #include "collectives/host/ring_allreduce.h"
 #include "collectives/native_allreduce.h"
-// Tree all-reduces (issue 5).
+// Tree all-reduces.
 #include "collectives/host/dbtree_allreduce.h"
 #include "collectives/host/tree_allreduce.h"
 // Node-level algorithms (shared memory, hierarchical).
 #include "collectives/host/hierarchical_allreduce.h"
 #include "collectives/host/shm_allreduce.h"
 #include "collectives/node_context.h"
-// GPU buffers through NCCL (ranked by the cost model; issue 7 runs them).
+// GPU buffers through NCCL (ranked by the cost model; runtime/device_allreduce.h runs them).
 #include "collectives/nccl/nccl_hierarchical_allreduce.h"
 #include "collectives/nccl/nccl_ring_allreduce.h"
 #include "collectives/nccl/nccl_tree_allreduce.h"

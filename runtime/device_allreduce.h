@@ -1,4 +1,4 @@
-// All-reduce of tensors in GPU memory (issue 7): the runtime's device path. For a Response
+// All-reduce of tensors in GPU memory: the runtime's device path. For a Response
 // whose tensors live on CUDA device `device`, on kolo's stream of that device:
 //   1. wait for each tensor's ready event (recorded on the framework's stream at submission,
 //      so kolo reads what the framework's kernels wrote, without synchronizing the host);

@@ -1,5 +1,5 @@
 // The runtime's device path for the operations whose output kolo allocates: allgather,
-// alltoall and reducescatter of tensors in GPU memory (issue 7; all-reduce and broadcast are in
+// alltoall and reducescatter of tensors in GPU memory (all-reduce and broadcast are in
 // device_allreduce.h). For a Response whose tensors live on CUDA device `device`, each:
 //   1. checks that this process has the device, and makes kolo's stream of it wait for the
 //      tensor's ready event (recorded on the framework's stream at submission, so kolo reads

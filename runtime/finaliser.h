@@ -1,5 +1,5 @@
-// The finaliser (issue 7, "completion is an event that a finaliser polls, so the background
-// thread never blocks on a GPU"): a thread of its own that waits for work the background thread
+// The finaliser (completion is an event that a finaliser polls, so the background thread
+// never blocks on a GPU): a thread of its own that waits for work the background thread
 // has started and not waited for, then runs that work's completion (its handles), so the
 // background thread can go on negotiating and enqueueing the next Responses meanwhile.
 //

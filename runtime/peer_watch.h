@@ -1,5 +1,4 @@
-// Noticing that a peer process is gone, so no survivor hangs silently (issue: "no hang on any
-// fault").
+// Noticing that a peer process is gone, so no survivor hangs silently.
 //
 // Under mpirun, a rank that is killed, crashes or exits without MPI_Finalize makes the launcher
 // tear the job down: every other process gets SIGTERM, then SIGKILL a second later

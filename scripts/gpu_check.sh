@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 7): one prepared script for a machine with a GPU, e.g. the lent H200 (run
+# The GPU check: one prepared script for a machine with a GPU, e.g. the lent H200 (run
 # through the device tool as one command; nvcc and PyTorch are there, no network). It must end
 # in under 8 minutes and prints its summary table last.
 #   1. the device, as nvidia-smi sees it;
@@ -80,7 +80,7 @@ if command -v mpicc >/dev/null 2>&1 && pkg-config --exists hwloc 2>/dev/null &&
       row "kolo.torch on CUDA (pytest test_cuda.py, 1 rank)" "FAIL" "$(tail -2 build-gpu/pytest-cuda.txt | tr '\n' ' ')"
     fi
     # The model replays on the device: kolo's runtime against the raw ncclAllReduce per tensor
-    # and fused, and the pack/unpack kernels on the layout against a device copy (issue 7's
+    # and fused, and the pack/unpack kernels on the layout against a device copy (the
     # target: >= 90% for ResNet-50). A minute each at most; a few seconds on an H200.
     for model in resnet50 bert-base; do
       log="build-gpu/bench-cuda-${model}.txt"

@@ -1,5 +1,5 @@
 // KOLO_CUDA_CALL: a CUDA runtime call whose failure returns a Status naming the call and CUDA's
-// error string (CONVENTIONS.md "Errors"). Only in files compiled with CUDA.
+// error string (docs/conventions.md "Errors"). Only in files compiled with CUDA.
 #ifndef KOLO_COLLECTIVES_CUDA_CUDA_CALL_H_
 #define KOLO_COLLECTIVES_CUDA_CUDA_CALL_H_
 

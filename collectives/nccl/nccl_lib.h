@@ -55,7 +55,7 @@ bool NcclRedOp(ReduceOp op, ncclRedOp_t* out);
 
 }  // namespace kolo
 
-// A call through the table, returning a Status on failure (CONVENTIONS.md "Errors").
+// A call through the table, returning a Status on failure (docs/conventions.md "Errors").
 #define KOLO_NCCL_CALL(api, fn, ...)                                            \
   do {                                                                          \
     const ncclResult_t kolo_nccl_r_ = (api)->fn(__VA_ARGS__);                  \

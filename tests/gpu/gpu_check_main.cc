@@ -5,7 +5,7 @@
 //   - pack/unpack kernels (fusion/cuda/device_pack.h) against the host kernel, every dtype and
 //     scale, poisoned outputs;
 //   - pack and unpack bandwidth on the ResNet-50 gradient layout (161 float32 tensors,
-//     bench/models.h) against one cudaMemcpyAsync of the same bytes (the target: >=
+//     bench/models.h) against one cudaMemcpyAsync of the same bytes (the target: >=
 //     90% of the device copy bandwidth);
 //   - NCCL on one rank: kolo's algorithm path (collectives/nccl/nccl_run.h) for every dtype/op
 //     NCCL has, and its time against a raw ncclAllReduce + stream sync from 1 MiB to 1 GiB

@@ -1,4 +1,4 @@
-// Every rank derives the same topology, link model, cost model and choices (issue 6): the
+// Every rank derives the same topology, link model, cost model and choices: the
 // exchange of kolo_init (collectives/mpi/mpi_topology.h) under mpirun, then each rank's
 // derivation compared with every other rank's, and with what each node's leader loaded.
 //

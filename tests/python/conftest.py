@@ -1,4 +1,4 @@
-# pytest under mpirun for kolo.torch (tier 2, see /work/shared/ARCHITECTURE.md).
+# pytest under mpirun for kolo.torch (tier 2, see docs/architecture.md).
 #
 # Every rank runs this same suite:
 #   - kolo.torch is initialised once per process (pytest_configure) and shut down at the end

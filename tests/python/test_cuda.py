@@ -1,4 +1,4 @@
-"""kolo.torch on CUDA tensors (issues 3 and 7): allreduce, allgather, alltoall and
+"""kolo.torch on CUDA tensors: allreduce, allgather, alltoall and
 reducescatter (and the grouped ones) against CPU references computed from every rank's known
 input, with outputs on the input's device; the ordering with the framework's stream (kolo waits
 for the work queued on the tensor's current stream before it reads), DistributedOptimizer on a

@@ -27,7 +27,7 @@ inline std::vector<ReduceOp> KernelOps() {
   return {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 }
 
-// The counts: empty, one, odd small, around block sizes, 2^20, and one not divisible
+// The counts: empty, one, odd small, around block sizes, 2^20, and one not divisible
 // by the rank count.
 inline std::vector<size_t> AlgorithmCounts(int ranks, bool with_large) {
   std::vector<size_t> c = {0, 1, 7, 1023, 4097, static_cast<size_t>(ranks) * 37 + 1};

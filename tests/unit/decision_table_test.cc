@@ -1,4 +1,4 @@
-// The selector's choices from a topology (issue 6 "Selection uses it"): fixture -> link model
+// The selector's choices from a topology: fixture -> link model
 // -> cost model -> decision table, for host and device buffers. Every expected choice is
 // reasoned from the cost formulas (collectives/nccl/*.h, collectives/ALGORITHMS.md) and the
 // link defaults in a comment; the times that decide it are recomputed here from those

@@ -1,5 +1,5 @@
 // The hierarchical composition of collectives/hierarchical_composition.h on host memory in the
-// thread world (issue 7: the composition the NCCL path runs on GPUs, tested where no GPU is):
+// thread world (the composition the NCCL path runs on GPUs, tested where no GPU is):
 // node groupings 2x2, 3+2, 1+3 and 2x3, every dtype x op x count of the algorithm suite against
 // the float64 reference (tests/unit/algorithm_check.h), in and out of place, results bitwise
 // equal on every rank.

@@ -1,4 +1,4 @@
-// The runtime's handling of CUDA tensors where no GPU is needed to check it (issue 7): ranks
+// The runtime's handling of CUDA tensors where no GPU is needed to check it: ranks
 // that disagree on where a tensor lives get a clear error naming it and the ranks; CUDA tensors
 // on a machine without the device fail on every rank instead of hanging (every operation, and
 // a joined rank's zeros), through the finaliser as real device work would, in Response order;

@@ -1,4 +1,4 @@
-// The thread world (tier 1 of ARCHITECTURE.md): N ranks as threads of this process over the
+// The thread world (tier 1 of docs/architecture.md): N ranks as threads of this process over the
 // loopback transport, so algorithms and the whole runtime run without MPI, deterministically,
 // with a deadline on every wait.
 #ifndef KOLO_TESTS_UNIT_THREAD_WORLD_H_
