@@ -1,5 +1,9 @@
 #include "collectives/communicator.h"
 
+#include <cstring>
+#include <string>
+#include <vector>
+
 #include "collectives/node_context.h"
 
 namespace kolo {
@@ -38,5 +42,22 @@ Status Communicator::GatherBytes(const std::string&, std::vector<std::string>*, 
 }
 Status Communicator::BroadcastBytes(std::string*, int) { return NoNative("BroadcastBytes"); }
 Status Communicator::AndBits(uint64_t*, size_t) { return NoNative("AndBits"); }
+
+Status Communicator::GatherWords(const uint64_t* mine, size_t count, uint64_t* all, int root) {
+  const size_t bytes = count * sizeof(uint64_t);
+  std::vector<std::string> gathered;
+  KOLO_RETURN_IF_ERROR(
+      GatherBytes(std::string(reinterpret_cast<const char*>(mine), bytes), &gathered, root));
+  if (Rank() != root) return Status::OK();
+  for (size_t r = 0; r < gathered.size(); ++r) {
+    if (gathered[r].size() != bytes) {
+      return InternalError("GatherWords: rank " + std::to_string(r) + " sent " +
+                           std::to_string(gathered[r].size()) + " bytes, expected " +
+                           std::to_string(bytes));
+    }
+    std::memcpy(all + r * count, gathered[r].data(), bytes);
+  }
+  return Status::OK();
+}
 
 }  // namespace kolo

@@ -116,6 +116,10 @@ class Communicator {
   // Bitwise AND of `count` 64-bit words over all ranks, in place (the response cache's
   // readiness bits, runtime/controller.cc).
   virtual Status AndBits(uint64_t* words, size_t count);
+  // Every rank's `count` words to `root`: on `root`, `all` (count * Size() words) receives
+  // them in rank order; elsewhere `all` is unused (may be null). The default goes through
+  // GatherBytes; a backend with a fixed-size gather does it in one call.
+  virtual Status GatherWords(const uint64_t* mine, size_t count, uint64_t* all, int root);
 
   // OK, or why a peer this communicator waits on can no longer answer (MPI: the runtime's
   // peer watch, runtime/peer_watch.h). Long waits outside the backend's own calls (the

@@ -219,8 +219,11 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
   if (check_deadlock) ForEachWaiting([&](int slot) { uncached->push_back(Release(slot)); });
   const bool need_slow = !uncached->empty() || shutdown || joined_ || stall_check_due ||
                          announce_.has_value() || check_deadlock;
+  // Rank 0 records a timeline exactly when it has an observer for this cycle (controller.h).
+  const bool marking = control_.Rank() == kCoordinator && CurrentRequestObserver() != nullptr;
   words_[0] = (need_slow ? 0 : kNoSlowPath) | (joined_ ? 0 : kNoneJoined) |
-              (blocked_ ? kAllBlocked : 0);
+              (blocked_ ? kAllBlocked : 0) | (marking ? 0 : kNoHitMarks) |
+              (any_waiting_ ? 0 : kNoneHolding);
   const auto exchange_start = Clock::now();
   KOLO_RETURN_IF_ERROR(control_.AndBits(words_.data(), words_.size())
                            .AddContext("negotiation: agreeing on cached tensors"));
@@ -228,6 +231,13 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
   *any_slow = !(words_[0] & kNoSlowPath);
   *any_joined = !(words_[0] & kNoneJoined);
   all_blocked_ = words_[0] & kAllBlocked;
+  // From the AND-ed word only, so every rank decides alike. A joined rank sends every hit the
+  // slow way, where the coordinator marks it.
+  if (!(words_[0] & (kNoHitMarks | kNoneHolding)) && !*any_joined) {
+    KOLO_RETURN_IF_ERROR(GatherHits());
+  } else {
+    hit_marks_.Clear();
+  }
 
   // Slots some rank invalidated: erased everywhere; this rank's hit of one goes the slow way
   // (the invalidating rank asked for the slow path, so it runs this cycle).
@@ -238,6 +248,7 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
       ++stats_.invalidations;
       if (Waiting(slot)) uncached->push_back(Release(slot));
       cache_.Erase(slot);
+      hit_marks_.Forget(slot);
     }
   }
   MoveGroupsOfUncachedHits(uncached);
@@ -250,6 +261,7 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
   for (size_t w = 0; w < n; ++w) {
     // This rank's own bit is in the AND: a ready slot is always one of its waiting hits.
     const uint64_t ready_here = ready_bits[w] & valid_bits[w] & waiting_[w];
+    if (hit_marks_.active()) hit_marks_.Forget(w, ready_bits[w] & valid_bits[w]);
     waiting_[w] &= ~ready_here;
     for (uint64_t bits = ready_here; bits; bits &= bits - 1) {
       const int slot = static_cast<int>(w * 64) + __builtin_ctzll(bits);
@@ -258,6 +270,24 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
       *without_id |= hit_id_[slot] < 0;
     }
   }
+  return Status::OK();
+}
+
+Status Controller::GatherHits() {
+  const size_t n = waiting_.size();
+  const bool root = control_.Rank() == kCoordinator;
+  if (root) held_.resize(n * static_cast<size_t>(control_.Size()));
+  // waiting_ is what this rank put in the ready bits: the hits it released went the slow way.
+  const auto exchange_start = Clock::now();
+  KOLO_RETURN_IF_ERROR(
+      control_.GatherWords(waiting_.data(), n, root ? held_.data() : nullptr, kCoordinator)
+          .AddContext("negotiation: gathering cache hits for the timeline"));
+  stats_.exchange_ns += Nanos(Clock::now() - exchange_start);
+  if (!root) return Status::OK();
+  RequestObserver* observer = CurrentRequestObserver();
+  hit_marks_.Update(held_.data(), control_.Size(), n, [&](int slot, int rank) {
+    if (observer) observer->RequestArrived(cache_.request(slot), rank);
+  });
   return Status::OK();
 }
 
@@ -288,6 +318,7 @@ void Controller::CacheResponses(const std::vector<Response>& responses, bool any
   // way now. The first erasure of a slot holds the hit's Request; a later one in the same loop
   // is of an entry put there since (no longer waiting by then).
   for (auto& [slot, request] : erased) {
+    hit_marks_.Forget(slot);  // the slot has another name now
     if (!Waiting(slot)) continue;
     Unhold(slot);
     deferred_.push_back(std::move(request));

@@ -6,11 +6,20 @@
 //     uncached. One bitwise-AND all-reduce of [status | ready bits | valid bits] follows:
 //       status  bit 0 "no rank needs the slow path" (no uncached Request, no shutdown, no join)
 //               bit 1 "no rank has joined"
+//               bit 2 "every rank's callers are blocked" (the deadlock check)
+//               bit 3 "rank 0 records no timeline"
+//               bit 4 "no rank holds a hit"
 //       ready   bit i: cache slot i is a hit waiting here — AND = ready on every rank
 //       valid   bit i cleared: a rank saw slot i's name with other parameters (or held the hit
 //               too long for the stall inspector): every rank erases the slot and sends its hit
 //               of that name the slow way.
 //     Slots ready everywhere become Responses in slot order, the same on every rank.
+//     Ready marks of hits (only while rank 0 records a timeline, runtime/timeline.h): when bits
+//     3 and 4 are clear after the AND and nobody has joined, every rank sends its waiting-hit
+//     bits to rank 0 in one fixed-size gather right after the AND (Communicator::GatherWords,
+//     one MPI_Gather of capacity/64 words a rank). A hit waits with its bit set until every
+//     rank has it, so rank 0 marks a rank's hit in the first gathered cycle its bit appears in
+//     (HitMarks), at the time it received it: the slow path's marks are one cycle precise too.
 //  2. Slow path, when any rank needs it (or there is no cache): every rank sends its uncached
 //     Requests to the coordinator (rank 0), which records them, turns the names every rank has
 //     now submitted into validated Responses and broadcasts the ResponseList. Each rank caches
@@ -26,6 +35,17 @@
 //
 // While any rank has joined, nothing is cached or served from the cache: a joined rank has no
 // Request of its own for the names its peers submit.
+//
+// Why the marks of hits cost what they cost. Rank 0 alone records a timeline, and starts and
+// stops it at run time, so the other ranks cannot know from their own state whether to send
+// their hits; every rank must still take part in the same calls in the same cycles. The AND
+// that every cycle of hits runs anyway tells them, in the same word for all: rank 0 clears bit
+// 3 while it has a RequestObserver installed (the Runtime installs the timeline for the cycle),
+// every other rank always sets it. So with the timeline off the marks cost two status bits and
+// no call. With it on, the gather runs only in cycles where some rank holds a hit (bit 4), and
+// carries one bit per cache slot a rank to rank 0 only. The AND cannot carry the marks itself
+// (it cannot tell ranks apart); an all-gather in place of the AND would save a call but send
+// every rank's bits to every rank, and would have to be chosen a cycle ahead.
 #ifndef KOLO_RUNTIME_CONTROLLER_H_
 #define KOLO_RUNTIME_CONTROLLER_H_
 
@@ -39,6 +59,7 @@
 #include "fusion/planner.h"
 #include "runtime/coordinator.h"
 #include "runtime/deadlock.h"
+#include "runtime/hit_marks.h"
 #include "runtime/message.h"
 #include "runtime/autotune.h"
 #include "runtime/request_key.h"
@@ -112,6 +133,8 @@ class Controller {
   static constexpr uint64_t kNoSlowPath = 1;
   static constexpr uint64_t kNoneJoined = 2;
   static constexpr uint64_t kAllBlocked = 4;  // set by a rank whose callers are all blocked
+  static constexpr uint64_t kNoHitMarks = 8;    // cleared by rank 0 recording a timeline
+  static constexpr uint64_t kNoneHolding = 16;  // cleared by a rank holding a hit
   // Cycles of hits in which every rank was blocked and nothing ran before the ranks take the
   // slow path with their waits, so that the coordinator can check for a deadlock.
   static constexpr int kBlockedCyclesBeforeCheck = 2;
@@ -123,6 +146,9 @@ class Controller {
   Status AgreeOnHits(bool shutdown, const std::vector<int>& stale, std::vector<Request>* uncached,
                      std::vector<int>* ready, bool* without_id, bool* any_slow,
                      bool* any_joined);
+  // After the AND, when it says so (all ranks): the waiting hits go to rank 0, which reports
+  // the new ones to its RequestObserver as ready marks.
+  Status GatherHits();
   // Step 2 (all ranks).
   StatusOr<ResponseList> SlowPath(const RequestList& mine);
   // Coordinator's part of step 2.
@@ -193,6 +219,8 @@ class Controller {
   };
   std::vector<Grouped> grouped_;
   std::vector<uint64_t> words_;    // the AND-ed status | ready | valid bits
+  std::vector<uint64_t> held_;     // rank 0: every rank's waiting hits (GatherHits)
+  HitMarks hit_marks_;             // rank 0: the hits already marked
   std::vector<int> ready_slots_;   // hits ready on every rank, in slot order
   std::unordered_map<std::string, Request> sent_;     // uncached Requests awaiting a Response
   std::vector<Request> deferred_;  // hits whose slot was evicted: sent the slow way next cycle

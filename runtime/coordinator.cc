@@ -15,6 +15,8 @@ ScopedRequestObserver::ScopedRequestObserver(RequestObserver* observer)
 
 ScopedRequestObserver::~ScopedRequestObserver() { t_request_observer = previous_; }
 
+RequestObserver* CurrentRequestObserver() { return t_request_observer; }
+
 Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}
 
 bool Coordinator::Complete(const Entry& e) const {

@@ -25,14 +25,21 @@
 namespace kolo {
 
 // Told, on the coordinator, when a rank's Request arrives: the timeline's ready marks. The
-// Controller owns the Coordinator and has no part in this, so an observer is installed per
-// thread, for a scope: the Runtime wraps its negotiation in a ScopedRequestObserver on its
-// background thread (in the thread world, each rank's own thread).
+// Controller owns the Coordinator, so an observer is installed per thread, for a scope: the
+// Runtime wraps its negotiation in a ScopedRequestObserver on its background thread (in the
+// thread world, each rank's own thread). The Controller reports cache hits here too (their
+// Requests never reach the Coordinator), and takes an installed observer on rank 0 as the sign
+// that they are wanted (controller.h).
 class RequestObserver {
  public:
   virtual ~RequestObserver() = default;
+  // `request`: the one the rank sent, or for a cache hit the cached Request (rank 0's, with the
+  // same name and parameters), reported in the cycle in which rank 0 learned of the hit.
   virtual void RequestArrived(const Request& request, int rank) = 0;
 };
+
+// The observer installed on this thread, or nullptr.
+RequestObserver* CurrentRequestObserver();
 
 class ScopedRequestObserver {
  public:

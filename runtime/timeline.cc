@@ -221,6 +221,7 @@ void Timeline::OpenNegotiation(Row& row, OpType op, int64_t ts) {
   if (row.negotiating) return;
   Emit(row, 'B', NegotiateName(op), ts);
   row.negotiating = true;
+  row.marked.clear();
 }
 
 void Timeline::CloseAll(Row& row, int64_t ts, std::string_view args) {
@@ -276,6 +277,11 @@ void Timeline::RequestArrived(const Request& request, int rank) {
   Row& row = RowOf(request.name);
   if (row.running) return;  // cannot happen: rank 0 negotiates only between executions
   OpenNegotiation(row, request.op, ts);
+  if (rank < 0) return;
+  const size_t r = static_cast<size_t>(rank);
+  if (r >= row.marked.size()) row.marked.resize(r + 1, false);
+  if (row.marked[r]) return;
+  row.marked[r] = true;
   std::string args = "{\"rank\":" + std::to_string(rank);
   if (!request.refused.empty()) args += ",\"refused\":" + JsonString(request.refused);
   args += '}';

@@ -11,7 +11,9 @@
 //                                                              until its background thread takes
 //                                                              it. A mark (zero-length event
 //                                                              named by the rank) per rank: when
-//                                                              its Request reached the coordinator.
+//                                                              its Request reached the
+//                                                              coordinator, or on a cached step
+//                                                              its cache hit did (controller.h).
 //   ALLREDUCE                                   |-----------------------|   the execution; args:
 //     MEMCPY_IN_FUSION_BUFFER                   |--|                        dtype, shape, fused
 //     ALLREDUCE (mpi)                              |--------|               tensors, error. The
@@ -20,14 +22,18 @@
 //
 // The memcpy activities appear only where the fused path copies (one activity per piece of
 // the fusion buffer, shared by the piece's tensors); a tensor reduced in place has just the
-// collective. A tensor that skips the coordinator (the response cache) negotiates from
-// rank 0's submission to its Response, without ready marks. Barriers and joins each share one
+// collective. A tensor that skips the coordinator (the response cache) negotiates from the
+// first sign of it (rank 0's submission or a peer's hit) to its Response; its ready marks come
+// from the ranks' hit bits, which the controller gathers to rank 0 while a timeline records:
+// a rank's mark is the cycle in which rank 0 first saw its hit, as precise as the Request
+// marks (one cycle). Each rank has one mark per negotiation. Barriers and joins each share one
 // row ("__kolo_barrier", "__kolo_join"). KOLO_TIMELINE_MARK_CYCLES=1 adds a global instant
 // event CYCLE_START at the start of every background cycle.
 //
-// Cost: every hook is one relaxed atomic load while the timeline is off; when on, events are
-// formatted under one mutex and flushed every kFlushInterval (file format: trace_writer.h,
-// always a valid JSON array). The file is closed by Stop, Runtime::Shutdown and at exit.
+// Cost: every hook is one relaxed atomic load while the timeline is off, and negotiation sends
+// nothing more; when on, events are formatted under one mutex and flushed every kFlushInterval
+// (file format: trace_writer.h, always a valid JSON array), and each cycle in which a rank holds
+// a cache hit gathers one bit per cache slot a rank to rank 0. The file is closed by Stop, Runtime::Shutdown and at exit.
 #ifndef KOLO_RUNTIME_TIMELINE_H_
 #define KOLO_RUNTIME_TIMELINE_H_
 
@@ -70,7 +76,8 @@ class Timeline : public RequestObserver {
   void Submitted(const Request& request);
   // The background thread took these Requests for negotiation.
   void Dequeued(const std::vector<const Request*>& requests);
-  // RequestObserver: a rank's Request reached the coordinator.
+  // RequestObserver: a rank's Request, or its cache hit, reached the coordinator. One mark per
+  // rank per negotiation: a later one of the same rank is dropped.
   void RequestArrived(const Request& request, int rank) override;
   // Negotiation produced these Responses (error Responses end their tensors here).
   void Negotiated(const std::vector<Response>& responses);
@@ -95,6 +102,10 @@ class Timeline : public RequestObserver {
     bool queued = false;       // QUEUE open (inside NEGOTIATE_*)
     bool running = false;      // the operation's span open
     bool activity = false;     // an activity open (inside the operation)
+    // Ranks marked ready in the open negotiation: a rank's cache hit that went the slow way
+    // after all (invalidated, evicted, held too long) reaches the coordinator too, and keeps
+    // the first mark.
+    std::vector<bool> marked;
   };
 
   // The row of `name` (barriers and joins: their shared row), created with its metadata

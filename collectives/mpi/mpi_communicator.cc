@@ -400,4 +400,12 @@ Status MpiCommunicator::AndBits(uint64_t* words, size_t count) {
   return WaitPolled(&req);
 }
 
+Status MpiCommunicator::GatherWords(const uint64_t* mine, size_t count, uint64_t* all, int root) {
+  if (count > INT_MAX) return InvalidArgumentError("GatherWords: more than 2^31-1 words");
+  MPI_Request req;
+  KOLO_MPI_CALL(MPI_Igather(mine, static_cast<int>(count), MPI_UINT64_T, all,
+                            static_cast<int>(count), MPI_UINT64_T, root, comm_, &req));
+  return WaitPolled(&req);
+}
+
 }  // namespace kolo

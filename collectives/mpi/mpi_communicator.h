@@ -50,6 +50,7 @@ class MpiCommunicator : public Communicator {
   // sleeps between tests instead of spinning (see there).
   Status BroadcastBytes(std::string* bytes, int root) override;
   Status AndBits(uint64_t* words, size_t count) override;
+  Status GatherWords(const uint64_t* mine, size_t count, uint64_t* all, int root) override;
 
   // Called about once a second while a control-plane wait has lasted over a second; an error
   // ends the wait with it (runtime/peer_watch.h: a peer process that is gone).

@@ -2,8 +2,9 @@
 
   timeline_run.py --mode complete  --ranks N -- CMD...   the job runs to the end with
       KOLO_TIMELINE and HOROVOD_TIMELINE_MARK_CYCLES=1 (the alias); the timeline must be valid
-      JSON with every phase of a fused all-reduce, every rank's ready mark, cycle marks, and no
-      span left open.
+      JSON with every phase of a fused all-reduce, one ready mark of every rank in every
+      negotiation (the steps served from the response cache too), cycle marks, and no span left
+      open.
   timeline_run.py --mode interrupt --ranks N -- CMD...   the job gets SIGINT once its timeline
       has grown past --min-bytes (a job running mid-step, HOROVOD_TIMELINE the alias); it must
       die of it, and the timeline must still be valid JSON with every rank's ready mark.
@@ -88,7 +89,8 @@ def main():
             summary = timeline_check.check(
                 timeline_check.load(path), ranks=args.ranks,
                 phases=args.mode == "complete", complete=args.mode == "complete",
-                cycles=args.mode == "complete", min_events=100)
+                cycles=args.mode == "complete", every_step=args.mode == "complete",
+                min_events=100)
         except (OSError, timeline_check.TimelineError) as e:
             print("FAIL: %s" % e)
             return 1

@@ -4,6 +4,7 @@ nothing. (KOLO_TIMELINE / HOROVOD_TIMELINE from the start: tests/mpi/check_timel
 import os
 import pathlib
 import tempfile
+import time
 
 import pytest
 import torch
@@ -49,6 +50,48 @@ def test_start_stop_timeline_records_every_phase():
     for i in range(8):
         assert "allreduce.tl.%d" % i in summary["names"]
     assert "allreduce.tl.half" in summary["names"]
+
+
+def test_cached_steps_have_every_ranks_ready_mark():
+    # The first step is negotiated by the coordinator; the next two are served from the
+    # response cache, the last with the last rank late: its mark must still be there, last.
+    path = _path("cached")
+    hvd.start_timeline(path)
+    try:
+        hvd.barrier()
+        for step in range(3):
+            if step == 2 and hvd.rank() == hvd.size() - 1:
+                time.sleep(0.1)
+            out = hvd.allreduce(torch.ones(4), name="tl.cached", op=hvd.Sum)
+            assert torch.all(out == hvd.size())
+    finally:
+        hvd.stop_timeline()
+    if hvd.rank() != 0:
+        return
+    try:
+        events = timeline_check.load(str(path))
+    finally:
+        path.unlink()
+    pid = [e["pid"] for e in events if e["ph"] == "M" and e["name"] == "process_name" and
+           e["args"]["name"] == "allreduce.tl.cached"]
+    assert len(pid) == 1
+    row = [e for e in events if e["pid"] == pid[0]]
+    # One mark of each rank in each of the three negotiations.
+    timeline_check.check(row, ranks=hvd.size(), complete=True, every_step=True)
+    negotiations, depth = [], 0
+    for e in row:
+        if e["ph"] == "B":
+            if depth == 0 and e["name"] == "NEGOTIATE_ALLREDUCE":
+                negotiations.append({})
+            depth += 1
+        elif e["ph"] == "E":
+            depth -= 1
+        elif e["ph"] == "X":
+            negotiations[-1][int(e["name"])] = e["ts"]
+    assert len(negotiations) == 3
+    last = hvd.size() - 1
+    if hvd.size() > 1:
+        assert max(negotiations[2], key=negotiations[2].get) == last, negotiations[2]
 
 
 def test_start_timeline_unwritable_path_is_a_value_error_on_rank_0():

@@ -1,12 +1,14 @@
 """Checks a kolo timeline (runtime/timeline.h): the file is valid JSON, a Chrome trace event
 array; times never go back; on every tensor's row each end closes a begun span; and, on request,
-every span is closed and every phase of a fused all-reduce is there with every rank's ready mark.
+every span is closed and every phase of a fused all-reduce is there with every rank's ready mark,
+and every negotiation, cached steps included, has one ready mark of each rank.
 
 Used by tests/python/test_timeline.py and the ctest scripts in tests/mpi/; it also works on any
 timeline of a real job:
 
     python3 tests/python/timeline_check.py timeline.json [--ranks N] [--phases] [--complete]
-                                                         [--cycles] [--min-events N]
+                                                         [--cycles] [--every-step]
+                                                         [--min-events N]
 
 Exits 0 and prints a summary, or exits 1 naming what is wrong.
 """
@@ -39,13 +41,17 @@ def load(path):
     return events
 
 
-def check(events, ranks=None, phases=False, complete=False, cycles=False, min_events=0):
+def check(events, ranks=None, phases=False, complete=False, cycles=False, every_step=False,
+          min_events=0):
     """Checks the events; returns a summary dict, raises TimelineError listing the problems.
 
     ranks: every rank 0..ranks-1 must have a ready mark somewhere.
     phases: every phase of PHASES must appear, and each fused all-reduce must have its copies.
     complete: no span may be left open (a stopped or shut-down timeline; not a killed one).
     cycles: CYCLE_START marks must be there.
+    every_step: each negotiation that ended without an error must hold exactly one ready mark
+      of each rank 0..ranks-1 (with ranks; for a job where every rank submits every tensor and
+      no rank joins, recorded from before the first submission).
     """
     problems = []
     names = {}                                   # pid -> tensor name
@@ -81,8 +87,11 @@ def check(events, ranks=None, phases=False, complete=False, cycles=False, min_ev
         if name is None:
             problems.append("pid %s has events but no process_name" % pid)
         stack, row_spans, fused = [], collections.Counter(), False
+        step_marks = collections.Counter()  # rank -> marks in the open negotiation
         for e in row:
             if e["ph"] == "B":
+                if not stack and e["name"].startswith("NEGOTIATE_"):
+                    step_marks.clear()
                 stack.append(e["name"])
                 row_spans[e["name"]] += 1
                 if e["name"] == "ALLREDUCE" and e.get("args", {}).get("fused_tensors", 1) > 1:
@@ -91,9 +100,18 @@ def check(events, ranks=None, phases=False, complete=False, cycles=False, min_ev
                 if not stack:
                     problems.append("%r: an end without a begin at ts %s" % (name, e["ts"]))
                 else:
-                    stack.pop()
+                    ended = stack.pop()
+                    if (every_step and ranks is not None and not stack and
+                            ended.startswith("NEGOTIATE_") and
+                            "error" not in e.get("args", {}) and
+                            step_marks != collections.Counter(range(ranks))):
+                        problems.append("%r: the negotiation ending at ts %s has ready marks %s, "
+                                        "expected one of each rank 0..%d" %
+                                        (name, e["ts"], dict(sorted(step_marks.items())),
+                                         ranks - 1))
             elif e["ph"] == "X":
                 ready.add(int(e["name"]))
+                step_marks[int(e["name"])] += 1
         if complete and stack:
             problems.append("%r: spans left open: %s" % (name, stack))
         spans.update(row_spans)
@@ -141,11 +159,14 @@ def main(argv=None):
     parser.add_argument("--phases", action="store_true", help="expect every phase")
     parser.add_argument("--complete", action="store_true", help="expect every span closed")
     parser.add_argument("--cycles", action="store_true", help="expect CYCLE_START marks")
+    parser.add_argument("--every-step", action="store_true",
+                        help="expect one ready mark of each rank in every negotiation")
     parser.add_argument("--min-events", type=int, default=0)
     args = parser.parse_args(argv)
     try:
         summary = check(load(args.path), ranks=args.ranks, phases=args.phases,
-                        complete=args.complete, cycles=args.cycles, min_events=args.min_events)
+                        complete=args.complete, cycles=args.cycles,
+                        every_step=args.every_step, min_events=args.min_events)
     except (OSError, TimelineError) as e:
         print("timeline_check: %s: %s" % (args.path, e), file=sys.stderr)
         return 1

@@ -521,6 +521,93 @@ TEST(Timeline, ResubmissionDuringAFusedResponseKeepsItsNegotiation) {
   EXPECT_EQ(rows["b"].spans.count("ALLREDUCE"), 1u);
 }
 
+// The NEGOTIATE_* spans of a row, each with its ready marks: rank -> the marks' times (ms).
+std::vector<std::map<int, std::vector<double>>> MarksPerNegotiation(const Row& row) {
+  std::vector<std::map<int, std::vector<double>>> spans;
+  std::vector<std::string> open;  // names of the open spans, outermost first
+  for (const json& e : row.events) {
+    if (e["ph"] == "B") {
+      open.push_back(e["name"]);
+      if (open.back().rfind("NEGOTIATE_", 0) == 0) spans.emplace_back();
+    } else if (e["ph"] == "E") {
+      if (!open.empty()) open.pop_back();
+    } else if (e["ph"] == "X") {
+      const bool inside = !open.empty() && open.front().rfind("NEGOTIATE_", 0) == 0;
+      EXPECT_TRUE(inside) << row.name << ": a mark outside a negotiation: " << e.dump();
+      if (inside) spans.back()[std::stoi(e["name"].get<std::string>())].push_back(
+          e["ts"].get<double>() / 1000);
+    }
+  }
+  return spans;
+}
+
+// A cached step skips the coordinator; the marks come from the ranks' hits. Rank 1 submits the
+// third step late: its hit shows up that much later, after the others' (which waited, their
+// bits set, for about 200 cycles: still one mark each).
+TEST(Timeline, CachedStepsShowEveryRanksReadyMark) {
+  constexpr int kLateMs = 100;
+  for (int n : {2, 3}) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    TempPath path("cached");
+    std::vector<NegotiationStats> stats(n);
+    RunRuntimes(n, TimelineConfig(path.str()), [&](Runtime& rt) {
+      RunAllreduces(rt, {"t"}, 4);  // negotiated by the coordinator, then cached
+      RunAllreduces(rt, {"t"}, 4);  // a cached step
+      if (rt.layout().rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(kLateMs));
+      RunAllreduces(rt, {"t"}, 4);  // a cached step, rank 1 late
+      stats[rt.layout().rank] = rt.negotiation_stats();
+    });
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(stats[r].cache_hits, 2u) << "rank " << r << ": steps 2 and 3 were not cached";
+    }
+    auto rows = CheckWellFormed(Parse(path.str()));
+    ASSERT_TRUE(rows.count("t"));
+    auto spans = MarksPerNegotiation(rows["t"]);
+    ASSERT_EQ(spans.size(), 3u);
+    for (size_t step = 0; step < spans.size(); ++step) {
+      ASSERT_EQ(spans[step].size(), static_cast<size_t>(n)) << "step " << step;
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(spans[step][r].size(), 1u) << "step " << step << ", rank " << r;
+      }
+    }
+    const auto& late = spans[2];
+    for (int r = 0; r < n; ++r) {
+      if (r == 1) continue;
+      EXPECT_GT(late.at(1)[0], late.at(r)[0]) << "rank " << r;
+      // Well after the others: allow half the delay for scheduling on a loaded machine.
+      EXPECT_GE(late.at(1)[0] - late.at(r)[0], kLateMs / 2.0) << "rank " << r;
+    }
+  }
+}
+
+// A rank's hit that goes the slow way after all (invalidated, evicted, held too long) reaches
+// the coordinator too: its first mark stays, the second is dropped; a new negotiation marks
+// again.
+TEST(Timeline, OneMarkPerRankPerNegotiation) {
+  TempPath path("dedup");
+  Timeline timeline;
+  ASSERT_TRUE(timeline.Start(path.str(), false).ok());
+  Request a;
+  a.name = "a";
+  Response done;
+  done.names = {"a"};
+  timeline.RequestArrived(a, 1);
+  timeline.RequestArrived(a, 0);
+  timeline.RequestArrived(a, 1);
+  timeline.Negotiated({done});
+  timeline.RequestArrived(a, 1);
+  timeline.Negotiated({done});
+  timeline.Stop();
+  auto rows = CheckWellFormed(Parse(path.str()));
+  auto spans = MarksPerNegotiation(rows["a"]);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].size(), 2u);
+  EXPECT_EQ(spans[0][1].size(), 1u);
+  EXPECT_EQ(spans[0][0].size(), 1u);
+  EXPECT_EQ(spans[1].size(), 1u);
+  EXPECT_EQ(spans[1][1].size(), 1u);
+}
+
 TEST(Timeline, StartAndStopAtRunTime) {
   TempPath first("runtime-1"), second("runtime-2");
   auto runtimes = StartRuntimes(2, FastConfig());
