@@ -10,10 +10,11 @@
  *   kill            the last rank SIGKILLs itself 2 ms into a 16 MiB allreduce
  *   exit            the last rank _exit(0)s mid-job (no kolo_shutdown, no MPI_Finalize)
  *   forever         every rank allreduces until killed (for the Ctrl-C test); prints READY <pid>
- *   missing-at-start  the last rank never calls kolo_init (it sleeps, then exits); kolo_init
- *                   starts MPI on the others and fails after KOLO_START_TIMEOUT naming it.
- *                   The survivors exit 3 (so mpirun ends the job rather than wait for the
- *                   sleeper) after their result line
+ *   missing-at-start  the last rank never calls kolo_init (it sleeps); kolo_init starts MPI on
+ *                   the others and fails after KOLO_START_TIMEOUT naming it. Every rank then
+ *                   waits for the driver to kill the job once it has every survivor's result
+ *                   (a survivor that exited would make mpirun kill the others, perhaps before
+ *                   they printed theirs)
  *   missing-after-mpi  the same, with MPI started by the program on every rank first
  *   freeze          the last rank stops itself (SIGSTOP) 2 ms into a 16 MiB allreduce and prints
  *                   FROZEN <pid> first; the others' allreduce warns after
@@ -91,16 +92,18 @@ int main(int argc, char** argv) {
     if (rank == size - 1) {
       printf("SKIPPING kolo_init on rank %d\n", rank);
       fflush(stdout);
-      sleep(60); /* ended by mpirun when the others exit */
+      sleep(60); /* killed by the driver */
       return 0;
     }
     const struct timespec t0 = now();
     const kolo_status_t s = kolo_init();
-    printf("FAULT-RESULT rank %d: %s: %s\n", rank, kolo_status_string(s),
-           s == KOLO_SUCCESS ? "" : kolo_last_error());
-    printf("FAULT-TOOK rank %d: %.2f\n", rank, seconds_since(t0));
+    /* One write, so mpirun cannot interleave another rank's output inside it. */
+    printf("FAULT-RESULT rank %d: %s: %s\nFAULT-TOOK rank %d: %.2f\n", rank,
+           kolo_status_string(s), s == KOLO_SUCCESS ? "" : kolo_last_error(), rank,
+           seconds_since(t0));
     fflush(stdout);
-    return s == KOLO_ERR_DEADLINE_EXCEEDED ? 3 : 1;
+    sleep(60); /* killed by the driver */
+    return s == KOLO_ERR_DEADLINE_EXCEEDED ? 0 : 1;
   }
   if (kolo_init() != KOLO_SUCCESS) {
     fprintf(stderr, "kolo_init: %s\n", kolo_last_error());

@@ -162,15 +162,33 @@ def main():
             fail(f"survivors took {took:.1f} s to end (bound 30 s)", out)
     elif mode in ("missing-at-start", "missing-after-mpi"):
         # The last rank never calls kolo_init (or hvd.init): every other rank's fails after the
-        # start timeout naming it, and exits 3; mpirun then ends the sleeping rank.
+        # start timeout naming it. Every rank then waits; the job is killed here once every
+        # survivor has reported (a survivor that exited would make mpirun kill the others,
+        # perhaps before they printed).
         # Through Python each rank first imports torch, which takes seconds under load and
         # not the same on every rank: a longer timeout keeps the ranks that do call hvd.init
         # from giving up on each other.
         limit = 6 if binary.endswith(".py") else 2
         env.update(KOLO_START_TIMEOUT=str(limit))
-        rc, out, took = run(cmd, env, timeout=60)
-        if rc == 0:
-            fail("mpirun exited 0 although kolo_init failed", out)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        lines, reported = [], set()
+        start = time.monotonic()
+        deadline = start + 60
+        while len(reported) < last and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            m = re.match(r"FAULT-TOOK rank (\d+):", line)
+            if m:
+                reported.add(int(m.group(1)))
+        took = time.monotonic() - start
+        os.killpg(proc.pid, signal.SIGKILL)
+        rest, _ = proc.communicate()
+        out = "".join(lines) + rest
+        if len(reported) < last:
+            fail(f"only ranks {sorted(reported)} of 0-{last - 1} reported within 60 s", out)
         if f"SKIPPING kolo_init on rank {last}" not in out:
             fail("the last rank did not skip kolo_init", out)
         got = results(out)
