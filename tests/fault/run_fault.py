@@ -184,8 +184,14 @@ def main():
             if m:
                 reported.add(int(m.group(1)))
         took = time.monotonic() - start
-        os.killpg(proc.pid, signal.SIGKILL)
-        rest, _ = proc.communicate()
+        # SIGTERM to mpirun, which ends every rank (they are not in its process group).
+        proc.terminate()
+        try:
+            rest, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            rest, _ = proc.communicate()
+            fail("mpirun still running 30 s after SIGTERM", "".join(lines) + rest)
         out = "".join(lines) + rest
         if len(reported) < last:
             fail(f"only ranks {sorted(reported)} of 0-{last - 1} reported within 60 s", out)
