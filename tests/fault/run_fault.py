@@ -42,6 +42,19 @@ def running(pid):
         return False
 
 
+def read_until(proc, finished, seconds=60):
+    """mpirun's output, line by line, until finished(lines) or `seconds` pass or it ends;
+    returns the lines and the time taken. The job is left running for the caller to end."""
+    lines = []
+    start = time.monotonic()
+    while not finished(lines) and time.monotonic() < start + seconds:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+    return lines, time.monotonic() - start
+
+
 def results(out):
     """rank -> (status, message) of the FAULT-RESULT lines."""
     found = {}
@@ -120,20 +133,11 @@ def main():
         env.update(KOLO_STALL_CHECK_TIME_SECONDS="1", KOLO_STALL_SHUTDOWN_TIME_SECONDS="3")
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
-        lines, frozen, done = [], None, 0
-        start = time.monotonic()
-        deadline = start + 60
-        while done < last and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            m = re.match(r"FROZEN (\d+)", line)
-            if m:
-                frozen = int(m.group(1))
-            if line.startswith("FAULT-DONE"):
-                done += 1
-        took = time.monotonic() - start
+        lines, took = read_until(
+            proc, lambda lines: sum(l.startswith("FAULT-DONE") for l in lines) >= last)
+        done = sum(l.startswith("FAULT-DONE") for l in lines)
+        frozen = next((int(m.group(1)) for m in map(lambda l: re.match(r"FROZEN (\d+)", l), lines)
+                       if m), None)
         os.killpg(proc.pid, signal.SIGKILL)  # the survivors wait to be killed
         rest, _ = proc.communicate()
         out = "".join(lines) + rest
@@ -172,18 +176,12 @@ def main():
         env.update(KOLO_START_TIMEOUT=str(limit))
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
-        lines, reported = [], set()
-        start = time.monotonic()
-        deadline = start + 60
-        while len(reported) < last and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            m = re.match(r"FAULT-TOOK rank (\d+):", line)
-            if m:
-                reported.add(int(m.group(1)))
-        took = time.monotonic() - start
+        def reported_ranks(lines):
+            return {int(m.group(1)) for m in map(lambda l: re.match(r"FAULT-TOOK rank (\d+):", l),
+                                                  lines) if m}
+
+        lines, took = read_until(proc, lambda lines: len(reported_ranks(lines)) >= last)
+        reported = reported_ranks(lines)
         # SIGTERM to mpirun, which ends every rank (they are not in its process group).
         proc.terminate()
         try:
