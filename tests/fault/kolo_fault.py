@@ -5,6 +5,10 @@ mpirun. The last rank misbehaves; every other rank prints
   missing-at-start   the last rank never calls hvd.init (it sleeps); hvd.init on the others
                      fails after KOLO_START_TIMEOUT naming it. Every rank then waits for the
                      driver to kill the job once it has every survivor's result
+
+Importing torch takes seconds, and not the same on every rank of a loaded machine: the ranks
+that call hvd.init first meet at a file barrier in KOLO_FAULT_SYNC_DIR (made by the driver), so
+that the start timeout measures the missing rank, not the spread of import times.
 """
 import os
 import sys
@@ -16,6 +20,15 @@ def say(line):
     os.write(1, (line + "\n").encode())
 
 
+def arrived(rank, count):
+    """Waits until ranks 0..count-1 have all imported kolo.torch (60 s at most)."""
+    folder = os.environ["KOLO_FAULT_SYNC_DIR"]
+    open(os.path.join(folder, "rank%d" % rank), "w").close()
+    deadline = time.monotonic() + 60
+    while len(os.listdir(folder)) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def main():
     mode = sys.argv[1]
     if mode != "missing-at-start":
@@ -25,9 +38,10 @@ def main():
     size = int(os.environ["OMPI_COMM_WORLD_SIZE"])
     if rank == size - 1:
         say("SKIPPING kolo_init on rank %d" % rank)
-        time.sleep(60)  # killed by the driver
+        time.sleep(300)  # killed by the driver
         return 0
     import kolo.torch as hvd
+    arrived(rank, size - 1)
     start = time.monotonic()
     try:
         hvd.init()
@@ -35,10 +49,10 @@ def main():
         took = time.monotonic() - start
         say("FAULT-RESULT rank %d: %s: %s\nFAULT-TOOK rank %d: %.2f"
             % (rank, type(e).__name__, e, rank, took))
-        time.sleep(60)  # killed by the driver
+        time.sleep(300)  # killed by the driver
         return 0
     say("FAULT-RESULT rank %d: OK: hvd.init returned\nFAULT-TOOK rank %d: 0" % (rank, rank))
-    time.sleep(60)
+    time.sleep(300)
     return 1
 
 

@@ -7,9 +7,12 @@ Every run has a hard timeout; on expiry the whole process group is killed and th
 """
 import os
 import re
+import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -44,14 +47,26 @@ def running(pid):
 
 def read_until(proc, finished, seconds=60):
     """mpirun's output, line by line, until finished(lines) or `seconds` pass or it ends;
-    returns the lines and the time taken. The job is left running for the caller to end."""
+    returns the lines and the time taken. The job is left running for the caller to end.
+    Reads the pipe's descriptor under select, so a job that prints nothing cannot hold it past
+    `seconds`; a partial last line is returned as the last item, for proc.communicate() to go on
+    from."""
     lines = []
+    pending = b""
     start = time.monotonic()
-    while not finished(lines) and time.monotonic() < start + seconds:
-        line = proc.stdout.readline()
-        if not line:
+    fd = proc.stdout.fileno()
+    while not finished(lines):
+        left = start + seconds - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
             break
-        lines.append(line)
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        lines += [l.decode(errors="replace") + "\n" for l in complete]
+    if pending:
+        lines.append(pending.decode(errors="replace"))
     return lines, time.monotonic() - start
 
 
@@ -169,18 +184,21 @@ def main():
         # start timeout naming it. Every rank then waits; the job is killed here once every
         # survivor has reported (a survivor that exited would make mpirun kill the others,
         # perhaps before they printed).
-        # Through Python each rank first imports torch, which takes seconds under load and
-        # not the same on every rank: a longer timeout keeps the ranks that do call hvd.init
-        # from giving up on each other.
-        limit = 6 if binary.endswith(".py") else 2
-        env.update(KOLO_START_TIMEOUT=str(limit))
+        # Through Python the ranks that call hvd.init meet first at a file barrier, after
+        # importing torch (see kolo_fault.py), so the same timeout serves both.
+        limit = 2
+        env.update(KOLO_START_TIMEOUT=str(limit),
+                   KOLO_FAULT_SYNC_DIR=tempfile.mkdtemp(prefix="kolo-fault-"))
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         def reported_ranks(lines):
             return {int(m.group(1)) for m in map(lambda l: re.match(r"FAULT-TOOK rank (\d+):", l),
                                                   lines) if m}
 
-        lines, took = read_until(proc, lambda lines: len(reported_ranks(lines)) >= last)
+        # The window covers mpirun's start and, through Python, importing torch: tens of
+        # seconds on a loaded machine. The bound that matters is FAULT-TOOK, checked below.
+        lines, took = read_until(proc, lambda lines: len(reported_ranks(lines)) >= last,
+                                 seconds=100)
         reported = reported_ranks(lines)
         # SIGTERM to mpirun, which ends every rank (they are not in its process group).
         proc.terminate()
@@ -190,9 +208,11 @@ def main():
             os.killpg(proc.pid, signal.SIGKILL)
             rest, _ = proc.communicate()
             fail("mpirun still running 30 s after SIGTERM", "".join(lines) + rest)
+        finally:
+            shutil.rmtree(env["KOLO_FAULT_SYNC_DIR"], ignore_errors=True)
         out = "".join(lines) + rest
         if len(reported) < last:
-            fail(f"only ranks {sorted(reported)} of 0-{last - 1} reported within 60 s", out)
+            fail(f"only ranks {sorted(reported)} of 0-{last - 1} reported within 100 s", out)
         if f"SKIPPING kolo_init on rank {last}" not in out:
             fail("the last rank did not skip kolo_init", out)
         got = results(out)
@@ -210,8 +230,6 @@ def main():
             if not m or not limit - 3 <= float(m.group(1)) <= limit + 8:
                 fail(f"rank {r}: kolo_init should fail about {limit} s in, took "
                      f"{m.group(1) if m else '?'} s", out)
-        if took > 40:
-            fail(f"took {took:.1f} s", out)
     elif mode == "forever":
         # Ctrl-C on mpirun: every rank ends, none is left behind.
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
