@@ -3,8 +3,9 @@
 # against it twice, then runs both under mpirun -np 2:
 #   1. CMake: tests/install/CMakeLists.txt, find_package(kolo) -> kolo::kolo;
 #   2. pkg-config: mpicc examples/allreduce_example.c $(pkg-config --cflags --libs kolo).
+# Then runs the installed kolo-bench and kolo-topo from the prefix.
 # Proves that the headers (kolo.h + generated config.h), libkolo.so with its SONAME, the CMake
-# package and kolo.pc are installed, relocatable and self-sufficient.
+# package, kolo.pc and the tools are installed, relocatable and self-sufficient.
 #
 # Usage: tests/install/run_install_test.sh [BUILD_DIR]   (default: $KOLO_BUILD_DIR or build/)
 # ctest: add_test(NAME install COMMAND .../run_install_test.sh ${CMAKE_BINARY_DIR})
@@ -67,4 +68,22 @@ for exe in "${work}/consumer/kolo_install_consumer" "${work}/pkgconfig_example";
     || fail "${exe} resolves libkolo to '${resolved}', not ${libdir}"
   kolo_run timeout 120 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2 "${exe}"
 done
+# The installed tools run from the prefix: their RPATH ($ORIGIN/../lib) finds the installed
+# libkolo.so, not the build tree's.
+bindir="${prefix}/bin"
+for tool in kolo-bench kolo-topo; do
+  [[ -x "${bindir}/${tool}" ]] || fail "${tool} not installed in ${bindir}"
+  "${bindir}/${tool}" --help >/dev/null || fail "installed ${tool} --help failed"
+done
+resolved="$(ldd "${bindir}/kolo-bench" | awk '/libkolo\.so/ {print $3}')"
+[[ "$(realpath "${resolved}")" == "$(realpath "${libdir}")"/* ]] \
+  || fail "installed kolo-bench resolves libkolo to '${resolved}', not ${libdir}"
+kolo_log "installed kolo-bench: a checked all-reduce sweep at 2 ranks"
+kolo_run timeout 120 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2 "${bindir}/kolo-bench" \
+  -b 8 -e 4K -f 8 -n 2 -w 1 -R 1 --check >"${work}/bench.log" \
+  || { cat "${work}/bench.log"; fail "installed kolo-bench failed"; }
+kolo_log "installed kolo-topo: the 4-GPU fixture"
+"${bindir}/kolo-topo" --xml "${KOLO_ROOT}/tests/fixtures/topologies/pcie-gen4-2s-4gpu.xml" \
+  >"${work}/topo.log" || { cat "${work}/topo.log"; fail "installed kolo-topo failed"; }
+grep -q "GPUs: 4" "${work}/topo.log" || { cat "${work}/topo.log"; fail "kolo-topo saw no 4 GPUs"; }
 kolo_log "install test passed"
