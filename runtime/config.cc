@@ -8,81 +8,207 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
+#include "base/check.h"
+
 namespace kolo {
+
+namespace {
+
+// The parsers of Knobs()'s rows, one per kind of value; each writes the field it is
+// instantiated with.
+
+// Digits only: strtod and strtoll would skip leading blanks and accept a sign.
+bool StartsWithDigit(std::string_view v) {
+  return !v.empty() && std::isdigit(static_cast<unsigned char>(v.front()));
+}
+
+template <auto Field>
+Status Flag(std::string_view v, Config& c) {
+  if (v != "0" && v != "1") return InvalidArgumentError("expected 0 or 1");
+  c.*Field = v == "1";
+  return Status::OK();
+}
+
+template <auto Field>
+Status Text(std::string_view v, Config& c) {
+  c.*Field = std::string(v);
+  return Status::OK();
+}
+
+// A real number of `unit` in [0, max].
+Status ParseReal(std::string_view v, double max, const char* unit, double* out) {
+  const std::string text(v);
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno || *end != '\0' || !(x >= 0) || x > max) {
+    return InvalidArgumentError(fmt::format("expected {} in [0, {}]", unit, max));
+  }
+  *out = x;
+  return Status::OK();
+}
+
+template <auto Field, int Max>
+Status Seconds(std::string_view v, Config& c) {
+  return ParseReal(v, Max, "seconds", &(c.*Field));
+}
+
+template <auto Field, int Max>
+Status Milliseconds(std::string_view v, Config& c) {
+  return ParseReal(v, Max, "milliseconds", &(c.*Field));
+}
+
+// A whole number of `what` in [Low, High].
+template <auto Field, int Low, int High>
+Status Whole(std::string_view v, Config& c, const char* what) {
+  const std::string text(v);
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(text.c_str(), &end, 10);
+  if (!StartsWithDigit(v) || errno || *end != '\0' || n < Low || n > High) {
+    return InvalidArgumentError(fmt::format("expected {} in [{}, {}]", what, Low, High));
+  }
+  c.*Field = static_cast<std::remove_reference_t<decltype(c.*Field)>>(n);
+  return Status::OK();
+}
+
+template <auto Field, int Low, int High>
+Status WholeNumber(std::string_view v, Config& c) {
+  return Whole<Field, Low, High>(v, c, "a whole number");
+}
+
+template <auto Field, int Low, int High>
+Status Entries(std::string_view v, Config& c) {
+  return Whole<Field, Low, High>(v, c, "a number of entries");
+}
+
+template <auto Field, int Min>
+Status Bytes(std::string_view v, Config& c) {
+  auto bytes = ParseBytes(v);
+  if (!bytes.ok()) return bytes.status();
+  if (*bytes < Min) return InvalidArgumentError(fmt::format("must be at least {} bytes", Min));
+  c.*Field = *bytes;
+  return Status::OK();
+}
+
+Status Level(std::string_view v, Config& c) {
+  auto level = ParseLogLevel(std::string(v));
+  if (!level.ok()) return level.status();
+  c.log_level = *level;
+  return Status::OK();
+}
+
+}  // namespace
 
 const std::vector<Knob>& Knobs() {
   static const std::vector<Knob> knobs = {
       {"KOLO_CYCLE_TIME", "HOROVOD_CYCLE_TIME", "ms", "1",
-       "time between negotiation cycles of the background thread"},
+       "time between negotiation cycles of the background thread",
+       Milliseconds<&Config::cycle_time_ms, 60000>},
       {"KOLO_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", "bytes", "134217728",
-       "most bytes of tensors fused into one all-reduce; 0 disables fusion"},
+       "most bytes of tensors fused into one all-reduce; 0 disables fusion",
+       Bytes<&Config::fusion_threshold_bytes, 0>},
       {"KOLO_FUSION_CHUNK_BYTES", "", "bytes", "4194304",
        "fused groups are packed, reduced and unpacked in pieces of this size (also the largest "
-       "single library call)"},
+       "single library call)",
+       Bytes<&Config::fusion_chunk_bytes, 64>},
       {"KOLO_FUSION_DIRECT_BYTES", "", "bytes", "65536",
-       "a tensor at least this large is not fused: it is reduced straight from its own buffers"},
+       "a tensor at least this large is not fused: it is reduced straight from its own buffers",
+       Bytes<&Config::fusion_direct_bytes, 0>},
       {"KOLO_WAKE_ON_SUBMIT", "", "0/1", "1",
        "1: a submission starts the next negotiation cycle at once; 0: cycles run only every "
-       "KOLO_CYCLE_TIME, as in Horovod"},
+       "KOLO_CYCLE_TIME, as in Horovod",
+       Flag<&Config::wake_on_submit>},
       {"KOLO_LOG_LEVEL", "HOROVOD_LOG_LEVEL", "", "warning",
-       "trace, debug, info, warning, error or fatal"},
-      {"KOLO_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", "0/1", "0", "1 hides time stamps in logs"},
+       "trace, debug, info, warning, error or fatal", Level},
+      {"KOLO_LOG_HIDE_TIME", "HOROVOD_LOG_HIDE_TIME", "0/1", "0", "1 hides time stamps in logs",
+       Flag<&Config::log_hide_time>},
       {"KOLO_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "entries", "1024",
        "tensors whose negotiation is remembered, so a repeat is agreed with one bit all-reduce; "
-       "0 disables the response cache (same value on every rank)"},
+       "0 disables the response cache (same value on every rank)",
+       Entries<&Config::cache_capacity, 0, 1 << 20>},
       {"KOLO_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_CHECK_TIME_SECONDS", "s", "60",
        "rank 0 warns about tensors some ranks submitted and others have not for this long, "
-       "naming the missing ranks"},
+       "naming the missing ranks",
+       Seconds<&Config::stall_check_seconds, 1000000>},
       {"KOLO_STALL_SHUTDOWN_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "s", "0",
-       "after this long, such tensors fail on every rank with the stall message; 0 = never"},
+       "after this long, such tensors fail on every rank with the stall message; 0 = never",
+       Seconds<&Config::stall_shutdown_seconds, 1000000>},
       {"KOLO_START_TIMEOUT", "HOROVOD_START_TIMEOUT", "s", "30",
        "kolo_init fails on every rank that called it, naming the ranks that did not, when they "
        "have not all called it within this long (needs a PMIx launcher: Open MPI's mpirun, "
-       "srun --mpi=pmix); 0 = wait for ever"},
+       "srun --mpi=pmix); 0 = wait for ever",
+       Seconds<&Config::start_timeout_seconds, 1000000>},
       {"KOLO_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "0/1", "0",
-       "1 turns the stall inspector off"},
+       "1 turns the stall inspector off", Flag<&Config::stall_check_disable>},
       {"KOLO_AUTOTUNE", "HOROVOD_AUTOTUNE", "0/1", "0",
        "1 tunes the fusion threshold and the cycle time online from the measured throughput "
-       "(runtime/autotune.h), the same values on every rank"},
+       "(runtime/autotune.h), the same values on every rank",
+       Flag<&Config::autotune>},
       {"KOLO_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_LOG", "path", "",
-       "rank 0 writes each autotune trial (setting, score) to this CSV file"},
+       "rank 0 writes each autotune trial (setting, score) to this CSV file",
+       Text<&Config::autotune_log>},
       {"KOLO_AUTOTUNE_WARMUP_SAMPLES", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "samples", "3",
-       "autotune samples discarded at the start"},
+       "autotune samples discarded at the start",
+       WholeNumber<&Config::autotune_warmup_samples, 0, 100000>},
       {"KOLO_AUTOTUNE_STEPS_PER_SAMPLE", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "cycles", "10",
-       "cycles with all-reduce work per autotune sample"},
+       "cycles with all-reduce work per autotune sample",
+       WholeNumber<&Config::autotune_steps_per_sample, 1, 100000>},
       {"KOLO_TIMELINE", "HOROVOD_TIMELINE", "path", "",
-       "rank 0 writes a Chrome trace of every tensor's negotiation and execution to this file"},
+       "rank 0 writes a Chrome trace of every tensor's negotiation and execution to this file "
+       "(opened and checked at start)",
+       Text<&Config::timeline_path>},
       {"KOLO_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", "0/1", "0",
-       "1 marks the start of every background cycle in the timeline"},
+       "1 marks the start of every background cycle in the timeline",
+       Flag<&Config::timeline_mark_cycles>},
       {"KOLO_ALLREDUCE_ALGO", "", "name", "auto",
        "all-reduce algorithm: auto (the cost model picks per message) or one of ring, rd, "
        "rabenseifner, tree, dbtree, shm, hierarchical, mpi; a forced one that cannot run an "
-       "all-reduce fails it with the reason"},
+       "all-reduce fails it with the reason",
+       Text<&Config::allreduce_algo>},
+      {"KOLO_ALLGATHER_ALGO", "", "name", "auto",
+       "all-gather: auto or mpi (the library's), ring or rd (kolo's)",
+       Text<&Config::allgather_algo>},
+      {"KOLO_BROADCAST_ALGO", "", "name", "auto",
+       "broadcast: auto or mpi (the library's), binomial or scatter_allgather (kolo's)",
+       Text<&Config::broadcast_algo>},
+      {"KOLO_REDUCESCATTER_ALGO", "", "name", "auto",
+       "reduce-scatter: auto or mpi (the library's), ring (kolo's)",
+       Text<&Config::reducescatter_algo>},
+      {"KOLO_ALLTOALL_ALGO", "", "name", "auto",
+       "all-to-all: auto or mpi (the library's), pairwise (kolo's)",
+       Text<&Config::alltoall_algo>},
       {"KOLO_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", "0/1", "0",
        "1: the hierarchical all-reduce (reduce-scatter in the node, all-reduce across nodes, "
        "all-gather in the node) for every message when the job spans several nodes; on one "
-       "node the cost model's choice. KOLO_ALLREDUCE_ALGO wins when set"},
+       "node the cost model's choice. KOLO_ALLREDUCE_ALGO wins when set",
+       Flag<&Config::hierarchical_allreduce>},
       {"KOLO_TUNING_FILE", "", "path", "",
        "cost-model parameters written by `kolo-bench --calibrate` (JSON); unset = built-in "
-       "defaults"},
-      {"KOLO_ALLGATHER_ALGO", "", "name", "auto",
-       "all-gather: auto or mpi (the library's), ring or rd (kolo's)"},
-      {"KOLO_BROADCAST_ALGO", "", "name", "auto",
-       "broadcast: auto or mpi (the library's), binomial or scatter_allgather (kolo's)"},
-      {"KOLO_REDUCESCATTER_ALGO", "", "name", "auto",
-       "reduce-scatter: auto or mpi (the library's), ring (kolo's)"},
-      {"KOLO_ALLTOALL_ALGO", "", "name", "auto",
-       "all-to-all: auto or mpi (the library's), pairwise (kolo's)"},
-      {"KOLO_NODE_GROUPING", "", "spec", "",
-       "how ranks group into nodes, overriding the hosts: 2x2 (nodes x ranks), 3+2 (node "
-       "sizes) or 0,0,1,1 (a node id per rank)"},
+       "defaults",
+       Text<&Config::tuning_file>},
       {"KOLO_TOPOLOGY_XML", "", "path", "",
        "an hwloc XML export (lstopo --of xml) each node reads instead of discovering its "
-       "machine; unset = hwloc discovery"},
+       "machine; unset = hwloc discovery",
+       Text<&Config::topology_xml>},
+      {"KOLO_NODE_GROUPING", "", "spec", "",
+       "how ranks group into nodes, overriding the hosts: 2x2 (nodes x ranks), 3+2 (node "
+       "sizes) or 0,0,1,1 (a node id per rank)",
+       Text<&Config::node_grouping>},
   };
   return knobs;
+}
+
+Config::Config() {
+  for (const Knob& knob : Knobs()) {
+    const Status s = knob.parse(knob.default_value, *this);
+    // A default the row's own parser refuses is a defect of the table, caught by its tests.
+    KOLO_CHECK(s.ok()) << ": " << knob.name << "'s default '" << knob.default_value
+                       << "': " << s.message();
+  }
 }
 
 StatusOr<int64_t> ParseBytes(std::string_view text) {
@@ -133,100 +259,9 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
     std::string_view used;
     const char* v = Lookup(env, knob, &used);
     if (!v) continue;
-    auto Malformed = [&](const char* value, std::string_view why) {
-      return InvalidArgumentError(std::string(used) + "='" + value + "': " + std::string(why));
-    };
-    if (knob.name == "KOLO_CYCLE_TIME") {
-      char* end = nullptr;
-      errno = 0;
-      double ms = std::strtod(v, &end);
-      if (errno || *end != '\0' || !(ms >= 0) || ms > 60000) {
-        return Malformed(v, "expected milliseconds in [0, 60000]");
-      }
-      c.cycle_time_ms = ms;
-    } else if (knob.name == "KOLO_FUSION_THRESHOLD" || knob.name == "KOLO_FUSION_CHUNK_BYTES" ||
-               knob.name == "KOLO_FUSION_DIRECT_BYTES") {
-      auto bytes = ParseBytes(v);
-      if (!bytes.ok()) return Malformed(v, bytes.status().message());
-      if (knob.name == "KOLO_FUSION_THRESHOLD") {
-        c.fusion_threshold_bytes = *bytes;
-      } else if (knob.name == "KOLO_FUSION_DIRECT_BYTES") {
-        c.fusion_direct_bytes = *bytes;
-      } else {
-        if (*bytes < 64) return Malformed(v, "must be at least 64 bytes");
-        c.fusion_chunk_bytes = *bytes;
-      }
-    } else if (knob.name == "KOLO_CACHE_CAPACITY") {
-      char* end = nullptr;
-      errno = 0;
-      long long n = std::strtoll(v, &end, 10);
-      if (errno || *end != '\0' || !std::isdigit(static_cast<unsigned char>(*v)) || n > 1 << 20) {
-        return Malformed(v, "expected a number of entries in [0, 1048576]");
-      }
-      c.cache_capacity = n;
-    } else if (knob.name == "KOLO_STALL_CHECK_TIME_SECONDS" ||
-               knob.name == "KOLO_STALL_SHUTDOWN_TIME_SECONDS" ||
-               knob.name == "KOLO_START_TIMEOUT") {
-      char* end = nullptr;
-      errno = 0;
-      double s = std::strtod(v, &end);
-      if (errno || *end != '\0' || !(s >= 0) || s > 1e6) {
-        return Malformed(v, "expected seconds in [0, 1000000]");
-      }
-      (knob.name == "KOLO_STALL_CHECK_TIME_SECONDS"      ? c.stall_check_seconds
-       : knob.name == "KOLO_STALL_SHUTDOWN_TIME_SECONDS" ? c.stall_shutdown_seconds
-                                                         : c.start_timeout_seconds) = s;
-    } else if (knob.name == "KOLO_STALL_CHECK_DISABLE" || knob.name == "KOLO_AUTOTUNE") {
-      std::string s(v);
-      if (s != "0" && s != "1") return Malformed(v, "expected 0 or 1");
-      (knob.name == "KOLO_AUTOTUNE" ? c.autotune : c.stall_check_disable) = s == "1";
-    } else if (knob.name == "KOLO_AUTOTUNE_LOG") {
-      c.autotune_log = v;
-    } else if (knob.name == "KOLO_AUTOTUNE_WARMUP_SAMPLES" ||
-               knob.name == "KOLO_AUTOTUNE_STEPS_PER_SAMPLE") {
-      char* end = nullptr;
-      errno = 0;
-      long n = std::strtol(v, &end, 10);
-      const long low = knob.name == "KOLO_AUTOTUNE_WARMUP_SAMPLES" ? 0 : 1;
-      if (errno || *end != '\0' || !std::isdigit(static_cast<unsigned char>(*v)) || n < low ||
-          n > 100000) {
-        return Malformed(v, "expected a whole number in [" + std::to_string(low) + ", 100000]");
-      }
-      (knob.name == "KOLO_AUTOTUNE_WARMUP_SAMPLES" ? c.autotune_warmup_samples
-                                                   : c.autotune_steps_per_sample) =
-          static_cast<int>(n);
-    } else if (knob.name == "KOLO_LOG_LEVEL") {
-      auto level = ParseLogLevel(v);
-      if (!level.ok()) return Malformed(v, level.status().message());
-      c.log_level = *level;
-    } else if (knob.name == "KOLO_LOG_HIDE_TIME" || knob.name == "KOLO_WAKE_ON_SUBMIT" ||
-               knob.name == "KOLO_TIMELINE_MARK_CYCLES" ||
-               knob.name == "KOLO_HIERARCHICAL_ALLREDUCE") {
-      std::string s(v);
-      if (s != "0" && s != "1") return Malformed(v, "expected 0 or 1");
-      bool& flag = knob.name == "KOLO_LOG_HIDE_TIME"          ? c.log_hide_time
-                   : knob.name == "KOLO_WAKE_ON_SUBMIT"        ? c.wake_on_submit
-                   : knob.name == "KOLO_HIERARCHICAL_ALLREDUCE" ? c.hierarchical_allreduce
-                                                                : c.timeline_mark_cycles;
-      flag = s == "1";
-    } else if (knob.name == "KOLO_TIMELINE") {
-      c.timeline_path = v;  // opened (and checked) by rank 0 at start
-    } else if (knob.name == "KOLO_ALLREDUCE_ALGO") {
-      c.allreduce_algo = v;
-    } else if (knob.name == "KOLO_TUNING_FILE") {
-      c.tuning_file = v;
-    } else if (knob.name == "KOLO_NODE_GROUPING") {
-      c.node_grouping = v;
-    } else if (knob.name == "KOLO_TOPOLOGY_XML") {
-      c.topology_xml = v;
-    } else if (knob.name == "KOLO_ALLGATHER_ALGO") {
-      c.allgather_algo = v;
-    } else if (knob.name == "KOLO_BROADCAST_ALGO") {
-      c.broadcast_algo = v;
-    } else if (knob.name == "KOLO_REDUCESCATTER_ALGO") {
-      c.reducescatter_algo = v;
-    } else if (knob.name == "KOLO_ALLTOALL_ALGO") {
-      c.alltoall_algo = v;
+    const Status s = knob.parse(v, c);
+    if (!s.ok()) {
+      return InvalidArgumentError(fmt::format("{}='{}': {}", used, v, s.message()));
     }
   }
   return c;

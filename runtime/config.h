@@ -1,5 +1,5 @@
-// The one place kolo's knobs are defined. Each KOLO_* variable accepts its Horovod twin
-// (HOROVOD_*) as an alias; when both are set, KOLO_ wins. README.md's table mirrors kKnobs.
+// The one place kolo's knobs are defined: Knobs() has a row per variable. Each KOLO_* variable
+// accepts its Horovod twin (HOROVOD_*) as an alias; when both are set, KOLO_ wins.
 #ifndef KOLO_RUNTIME_CONFIG_H_
 #define KOLO_RUNTIME_CONFIG_H_
 
@@ -14,45 +14,54 @@
 
 namespace kolo {
 
+// Every field's default and parser live in its row of Knobs(): a default-constructed Config
+// holds the rows' defaults.
 struct Config {
-  double cycle_time_ms = 1.0;                 // KOLO_CYCLE_TIME
-  int64_t fusion_threshold_bytes = 128 << 20;  // KOLO_FUSION_THRESHOLD; 0 disables fusion
-  int64_t fusion_chunk_bytes = 4 << 20;       // KOLO_FUSION_CHUNK_BYTES
-  int64_t fusion_direct_bytes = 64 << 10;     // KOLO_FUSION_DIRECT_BYTES
-  bool wake_on_submit = true;                 // KOLO_WAKE_ON_SUBMIT
-  LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
-  bool log_hide_time = false;                 // KOLO_LOG_HIDE_TIME
-  int64_t cache_capacity = 1024;              // KOLO_CACHE_CAPACITY; 0 disables the cache
-  double stall_check_seconds = 60;            // KOLO_STALL_CHECK_TIME_SECONDS
-  double stall_shutdown_seconds = 0;          // KOLO_STALL_SHUTDOWN_TIME_SECONDS; 0 = off
-  bool stall_check_disable = false;           // KOLO_STALL_CHECK_DISABLE
-  double start_timeout_seconds = 30;          // KOLO_START_TIMEOUT; 0 = no limit
-  bool autotune = false;                      // KOLO_AUTOTUNE
-  std::string autotune_log;                   // KOLO_AUTOTUNE_LOG
-  int autotune_warmup_samples = 3;            // KOLO_AUTOTUNE_WARMUP_SAMPLES
-  int autotune_steps_per_sample = 10;         // KOLO_AUTOTUNE_STEPS_PER_SAMPLE
-  std::string timeline_path;                  // KOLO_TIMELINE; "" = no timeline (rank 0 only)
-  bool timeline_mark_cycles = false;          // KOLO_TIMELINE_MARK_CYCLES
-  std::string allreduce_algo = "auto";        // KOLO_ALLREDUCE_ALGO (checked by the selector)
-  std::string tuning_file;                    // KOLO_TUNING_FILE ("" = built-in cost model)
-  std::string node_grouping;                  // KOLO_NODE_GROUPING ("" = by host)
-  std::string topology_xml;                   // KOLO_TOPOLOGY_XML ("" = discover with hwloc)
-  std::string allgather_algo = "auto";        // KOLO_ALLGATHER_ALGO
-  std::string broadcast_algo = "auto";        // KOLO_BROADCAST_ALGO
-  std::string reducescatter_algo = "auto";    // KOLO_REDUCESCATTER_ALGO
-  std::string alltoall_algo = "auto";         // KOLO_ALLTOALL_ALGO
-  bool hierarchical_allreduce = false;        // KOLO_HIERARCHICAL_ALLREDUCE
+  Config();
+
+  double cycle_time_ms;             // KOLO_CYCLE_TIME
+  int64_t fusion_threshold_bytes;   // KOLO_FUSION_THRESHOLD; 0 disables fusion
+  int64_t fusion_chunk_bytes;       // KOLO_FUSION_CHUNK_BYTES
+  int64_t fusion_direct_bytes;      // KOLO_FUSION_DIRECT_BYTES
+  bool wake_on_submit;              // KOLO_WAKE_ON_SUBMIT
+  LogLevel log_level;               // KOLO_LOG_LEVEL
+  bool log_hide_time;               // KOLO_LOG_HIDE_TIME
+  int64_t cache_capacity;           // KOLO_CACHE_CAPACITY; 0 disables the cache
+  double stall_check_seconds;       // KOLO_STALL_CHECK_TIME_SECONDS
+  double stall_shutdown_seconds;    // KOLO_STALL_SHUTDOWN_TIME_SECONDS; 0 = off
+  bool stall_check_disable;         // KOLO_STALL_CHECK_DISABLE
+  double start_timeout_seconds;     // KOLO_START_TIMEOUT; 0 = no limit
+  bool autotune;                    // KOLO_AUTOTUNE
+  std::string autotune_log;         // KOLO_AUTOTUNE_LOG
+  int autotune_warmup_samples;      // KOLO_AUTOTUNE_WARMUP_SAMPLES
+  int autotune_steps_per_sample;    // KOLO_AUTOTUNE_STEPS_PER_SAMPLE
+  std::string timeline_path;        // KOLO_TIMELINE; "" = no timeline (rank 0 only)
+  bool timeline_mark_cycles;        // KOLO_TIMELINE_MARK_CYCLES
+  std::string allreduce_algo;       // KOLO_ALLREDUCE_ALGO (checked by the selector)
+  std::string tuning_file;          // KOLO_TUNING_FILE ("" = built-in cost model)
+  std::string node_grouping;        // KOLO_NODE_GROUPING ("" = by host)
+  std::string topology_xml;         // KOLO_TOPOLOGY_XML ("" = discover with hwloc)
+  std::string allgather_algo;       // KOLO_ALLGATHER_ALGO
+  std::string broadcast_algo;       // KOLO_BROADCAST_ALGO
+  std::string reducescatter_algo;   // KOLO_REDUCESCATTER_ALGO
+  std::string alltoall_algo;        // KOLO_ALLTOALL_ALGO
+  bool hierarchical_allreduce;      // KOLO_HIERARCHICAL_ALLREDUCE
 };
 
+// One row per knob: its names, its documentation, its default and how a value is parsed into
+// its field. README.md's table of environment variables is checked against these rows.
 struct Knob {
   std::string_view name;          // "KOLO_CYCLE_TIME"
   std::string_view horovod_name;  // "HOROVOD_CYCLE_TIME" or "" when there is no twin
   std::string_view unit;
-  std::string_view default_value;
+  std::string_view default_value;  // parsed by `parse` into every default-constructed Config
   std::string_view description;
+  // Sets the knob's field of `config` from `value`; an error says what was expected
+  // ("expected 0 or 1"), and the caller names the variable.
+  Status (*parse)(std::string_view value, Config& config);
 };
 
-// Every knob, for documentation and `kolo-bench`'s header.
+// Every knob.
 const std::vector<Knob>& Knobs();
 
 // Reads the environment through `getenv` (injectable for tests). A malformed value is a

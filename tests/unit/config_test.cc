@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "runtime/config.h"
 
@@ -81,6 +84,83 @@ TEST(Config, EveryKnobIsDocumented) {
   for (const Knob& k : Knobs()) {
     EXPECT_FALSE(k.description.empty()) << k.name;
     EXPECT_EQ(k.name.substr(0, 5), "KOLO_");
+  }
+}
+
+TEST(Config, DefaultConstructedHoldsEveryRowsDefault) {
+  const Config c;
+  EXPECT_EQ(c.cycle_time_ms, 1.0);
+  EXPECT_EQ(c.fusion_threshold_bytes, 128 << 20);
+  EXPECT_EQ(c.fusion_chunk_bytes, 4 << 20);
+  EXPECT_EQ(c.fusion_direct_bytes, 64 << 10);
+  EXPECT_TRUE(c.wake_on_submit);
+  EXPECT_EQ(c.log_level, LogLevel::kWarning);
+  EXPECT_EQ(c.cache_capacity, 1024);
+  EXPECT_EQ(c.stall_check_seconds, 60);
+  EXPECT_EQ(c.stall_shutdown_seconds, 0);
+  EXPECT_EQ(c.start_timeout_seconds, 30);
+  EXPECT_EQ(c.autotune_warmup_samples, 3);
+  EXPECT_EQ(c.autotune_steps_per_sample, 10);
+  EXPECT_FALSE(c.autotune || c.stall_check_disable || c.log_hide_time ||
+               c.timeline_mark_cycles || c.hierarchical_allreduce);
+  EXPECT_EQ(c.allreduce_algo, "auto");
+  EXPECT_EQ(c.alltoall_algo, "auto");
+  EXPECT_EQ(c.timeline_path, "");
+  // Each row's parser takes its own default and refuses a malformed value.
+  for (const Knob& k : Knobs()) {
+    Config scratch;
+    EXPECT_TRUE(k.parse(k.default_value, scratch).ok()) << k.name;
+  }
+}
+
+// README.md's table of environment variables: a row per knob (a row may name several), with
+// the knob's Horovod alias and its default first in the default column.
+TEST(Config, ReadmeTableMatchesTheKnobs) {
+  std::ifstream readme(KOLO_README);
+  ASSERT_TRUE(readme) << KOLO_README;
+  struct Row {
+    std::string alias, default_column;
+  };
+  std::map<std::string, Row> rows;
+  std::string line;
+  while (std::getline(readme, line)) {
+    if (line.rfind("| `KOLO_", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream in(line.substr(1));
+    for (std::string cell; std::getline(in, cell, '|');) {
+      cells.push_back(cell.substr(1, cell.size() - 2));  // " x " -> "x"
+    }
+    ASSERT_GE(cells.size(), 5u) << line;
+    std::stringstream names(cells[0]);
+    for (std::string name; std::getline(names, name, ',');) {
+      const size_t open = name.find('`'), close = name.rfind('`');
+      ASSERT_LT(open, close) << line;
+      rows[name.substr(open + 1, close - open - 1)] = {cells[1], cells[3]};
+    }
+  }
+  // Read outside the table, where NCCL makes its communicators.
+  rows.erase("KOLO_NCCL_ALGO");
+  std::set<std::string> knob_names;
+  for (const Knob& k : Knobs()) {
+    const std::string name(k.name);
+    knob_names.insert(name);
+    auto it = rows.find(name);
+    if (it == rows.end()) {
+      ADD_FAILURE() << name << " is missing from README.md's table";
+      continue;
+    }
+    const std::string alias =
+        k.horovod_name.empty() ? "—" : "`" + std::string(k.horovod_name) + "`";
+    EXPECT_EQ(it->second.alias, alias) << name;
+    const std::string& d = it->second.default_column;
+    if (k.default_value.empty()) {
+      EXPECT_TRUE(d.rfind("unset", 0) == 0 || d == "—") << name << ": " << d;
+    } else {
+      EXPECT_EQ(d.rfind("`" + std::string(k.default_value) + "`", 0), 0u) << name << ": " << d;
+    }
+  }
+  for (const auto& [name, row] : rows) {
+    EXPECT_TRUE(knob_names.count(name)) << "README.md lists " << name << ", which is no knob";
   }
 }
 
