@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/message.h"
+#include "protocol/message.h"
 
 namespace kolo {
 

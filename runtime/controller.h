@@ -60,7 +60,7 @@
 #include "runtime/coordinator.h"
 #include "runtime/deadlock.h"
 #include "runtime/hit_marks.h"
-#include "runtime/message.h"
+#include "protocol/message.h"
 #include "runtime/autotune.h"
 #include "runtime/request_key.h"
 #include "runtime/response_cache.h"

@@ -73,7 +73,7 @@ void Coordinator::Add(const RequestList& list, int from_rank) {
     }
     if (e.submitted[r]) {
       // The enqueue check makes this impossible for a correct peer; report it, don't crash.
-      e.duplicate_error = std::string(OpTypeName(req.op)) + " '" + req.name +
+      e.duplicate_error = OpLabel(req.op, req.name) +
                           "': submitted twice by rank " + std::to_string(r) +
                           " before it completed";
       continue;
@@ -243,7 +243,7 @@ std::vector<Response> Coordinator::TakeReady() {
         err.type = ResponseType::kError;
         err.names = {name};
         err.error_code = StatusCode::kInvalidArgument;
-        err.error = std::string(OpTypeName(e.by_rank[r].op)) + " '" + name + "': rank " +
+        err.error = OpLabel(e.by_rank[r].op, name) + ": rank " +
                     std::to_string(r) + " refused it: " + e.by_rank[r].refused;
         out.push_back(std::move(err));
         break;
@@ -330,7 +330,7 @@ void Coordinator::Emit(Response r, const Request& first, std::vector<Response>* 
       err.type = ResponseType::kError;
       err.names = m.names;
       err.error_code = code;
-      err.error = std::string(OpTypeName(first.op)) + " '" + m.names[0] + "': " + why;
+      err.error = OpLabel(first.op, m.names[0]) + ": " + why;
       m = std::move(err);
     }
   }
@@ -460,7 +460,7 @@ std::string FindMismatch(const std::vector<Request>& by_rank) {
       groups[g].push_back(r.rank);
     }
     if (groups.size() == 1) continue;
-    std::string msg = std::string(OpTypeName(first.op)) + " '" + first.name + "': " + f.what +
+    std::string msg = OpLabel(first.op, first.name) + ": " + f.what +
                       " mismatch: ";
     for (size_t g = 0; g < groups.size(); ++g) {
       if (g) msg += ", ";
@@ -541,7 +541,7 @@ Response BuildResponse(const std::vector<Request>& by_rank) {
     if (req.refused.empty()) continue;
     resp.type = ResponseType::kError;
     resp.error_code = StatusCode::kInvalidArgument;
-    resp.error = std::string(OpTypeName(req.op)) + " '" + req.name + "': rank " +
+    resp.error = OpLabel(req.op, req.name) + ": rank " +
                  std::to_string(req.rank) + " refused it: " + req.refused;
     return resp;
   }

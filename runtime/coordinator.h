@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/message.h"
+#include "protocol/message.h"
 
 namespace kolo {
 

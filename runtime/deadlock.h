@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "runtime/coordinator.h"
-#include "runtime/message.h"
+#include "protocol/message.h"
 
 namespace kolo {
 

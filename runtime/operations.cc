@@ -27,7 +27,7 @@ namespace kolo {
 namespace {
 
 std::string Describe(const Submission& s) {
-  return std::string(OpTypeName(s.op)) + " '" + s.name + "'";
+  return OpLabel(s.op, s.name);
 }
 
 struct Malloced {

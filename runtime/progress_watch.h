@@ -18,7 +18,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "runtime/message.h"
+#include "protocol/message.h"
 #include "runtime/stall_inspector.h"
 
 namespace kolo {

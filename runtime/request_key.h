@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/message.h"
+#include "protocol/message.h"
 
 namespace kolo {
 

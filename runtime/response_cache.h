@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "fusion/planner.h"
-#include "runtime/message.h"
+#include "protocol/message.h"
 #include "runtime/request_key.h"
 
 namespace kolo {

@@ -288,8 +288,8 @@ void Runtime::Execute(const Response& response) {
   }
   if (entries.size() != tensors && response.type != ResponseType::kError) {
     for (TensorEntry& e : entries) {
-      Finish(e, InternalError(std::string(OpTypeName(e.request.op)) + " '" + e.request.name +
-                              "': coordinator and rank " + std::to_string(layout_.rank) +
+      Finish(e, InternalError(OpLabel(e.request.op, e.request.name) +
+                              ": coordinator and rank " + std::to_string(layout_.rank) +
                               " disagree on the tensors"));
     }
     return;

@@ -81,8 +81,7 @@ void Runtime::ExecuteDeviceBroadcast(const Response& response, TensorEntry entry
 }
 
 void Runtime::ExecuteDeviceOutputOp(const Response& response, TensorEntry entry) {
-  const std::string what =
-      std::string(OpTypeName(entry.request.op)) + " '" + entry.request.name + "'";
+  const std::string what = OpLabel(entry.request.op, entry.request.name);
   const int device = entry.request.device;  // this rank's: ranks agree on the kind only
   const int rank = data_->Rank(), size = data_->Size();
   void* ready = entry.ready_event;

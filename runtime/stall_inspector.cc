@@ -38,7 +38,7 @@ StallInspector::Clock::duration StallInspector::HoldLimit() const {
 }
 
 std::string StallInspector::Describe(const Coordinator::Waiting& w, double waited_seconds) {
-  return std::string(OpTypeName(w.op)) + " '" + w.name + "': submitted by " + Ranks(w.ready) +
+  return OpLabel(w.op, w.name) + ": submitted by " + Ranks(w.ready) +
          ", missing ranks: " + RankList(w.missing) + " (waiting " + Whole(waited_seconds) +
          " s)";
 }

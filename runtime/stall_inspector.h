@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/coordinator.h"
-#include "runtime/message.h"
+#include "protocol/message.h"
 
 namespace kolo {
 

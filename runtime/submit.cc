@@ -16,7 +16,7 @@ namespace kolo {
 namespace {
 
 std::string Describe(const Submission& s) {
-  return std::string(OpTypeName(s.op)) + " '" + s.name + "'";
+  return OpLabel(s.op, s.name);
 }
 
 // Adasum's coefficients need real numbers, and the tree it combines over a power-of-two
@@ -223,8 +223,7 @@ Status Runtime::Refuse(OpType op, const std::string& name, const std::string& wh
       name.rfind(kBarrierPrefix, 0) == 0 || name.rfind(kJoinPrefix, 0) == 0;
   if (name.empty() || reserved || op == OpType::kBarrier || op == OpType::kJoin) {
     return InvalidArgumentError("refuse: a named allreduce, allgather, broadcast, reducescatter "
-                                "or alltoall is needed, not " + std::string(OpTypeName(op)) +
-                                " '" + name + "'");
+                                "or alltoall is needed, not " + OpLabel(op, name));
   }
   Request r;
   r.rank = layout_.rank;

@@ -73,8 +73,7 @@ void TensorQueue::ReleaseId(int32_t id) {
 }
 
 std::string TensorQueue::InFlightError(const Request& r) const {
-  return std::string(OpTypeName(r.op)) + " '" + r.name +
-         "': a tensor with this name is already in flight on rank " + std::to_string(r.rank);
+  return OpLabel(r.op, r.name) + ": a tensor with this name is already in flight on rank " + std::to_string(r.rank);
 }
 
 Status TensorQueue::Add(TensorEntry entry) {
@@ -107,7 +106,7 @@ Status TensorQueue::AddGroup(std::vector<TensorEntry> entries) {
     const bool in_flight = it != ids_.end() && slots_[it->second].in_flight;
     if (in_flight || repeated) {
       return InvalidArgumentError(
-          (repeated ? std::string(OpTypeName(r.op)) + " '" + r.name + "': named twice in one group"
+          (repeated ? OpLabel(r.op, r.name) + ": named twice in one group"
                     : InFlightError(r)) +
           "; the group was not submitted");
     }

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "runtime/handle.h"
-#include "runtime/message.h"
+#include "protocol/message.h"
 #include "runtime/request_key.h"
 
 namespace kolo {

@@ -48,7 +48,7 @@
 
 #include "fusion/executor.h"
 #include "runtime/coordinator.h"
-#include "runtime/message.h"
+#include "protocol/message.h"
 #include "runtime/trace_writer.h"
 
 namespace kolo {

@@ -1,5 +1,7 @@
-// The C API: a thin translation from kolo.h onto the Runtime. The process holds one Runtime
-// pointer (shared, so a submission racing kolo_shutdown keeps it alive until it returns).
+// The C API: a thin translation from kolo.h onto the Runtime. This file: start-up and shutdown,
+// the rank layout, process sets, join, the timeline, handles. Submissions: submit_calls.cc.
+// The process holds one Runtime pointer (shared, so a submission racing kolo_shutdown keeps it
+// alive until it returns).
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <mpi.h>
 
 #include "base/logging.h"
+#include "bindings/c/api_state.h"
 #include "bindings/c/process_sets.h"
 #include "kolo/kolo.h"
 #include "collectives/mpi/mpi_call.h"
@@ -23,116 +26,16 @@
 #include "runtime/mpi_world.h"
 #include "runtime/runtime.h"
 
-struct kolo_handle_s {
-  std::shared_ptr<kolo::Handle> handle;
-};
+using kolo::capi::Fail;
 
 namespace {
 
 std::mutex g_mu;
 std::shared_ptr<kolo::Runtime> g_runtime;  // guarded by g_mu
-thread_local std::string g_last_error;
 
 std::shared_ptr<kolo::Runtime> CurrentRuntime() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_runtime;
-}
-
-kolo_status_t Fail(const kolo::Status& s) {
-  g_last_error = s.message();
-  return static_cast<kolo_status_t>(s.code());
-}
-
-// After Fail(): tells set `process_set`'s coordinator that this rank refused `name`, so the
-// peers' same name fails naming this rank instead of waiting for it (Runtime::Refuse). The
-// reason is g_last_error without its "<op> '<name>': " prefix. Returns `code`.
-kolo_status_t Announce(int process_set, kolo::OpType op, const char* name, kolo_status_t code) {
-  if (!name || !*name) return code;
-  kolo::Status unused;
-  auto runtime = kolo::capi::ProcessSetRuntime(process_set, "", &unused);
-  if (!runtime) return code;
-  const std::string quoted = std::string("'") + name + "': ";
-  const size_t at = g_last_error.find(quoted);
-  // A reserved name cannot be announced; the refusal itself was already reported.
-  (void)runtime->Refuse(op, name, at == std::string::npos ? g_last_error
-                                                        : g_last_error.substr(at + quoted.size()));
-  return code;
-}
-
-// Announce() for every named member of a group this layer refused: the peers' group fails.
-kolo_status_t AnnounceGroup(int process_set, kolo::OpType op, int count, const char* const* names,
-                            kolo_status_t code) {
-  const std::string why = g_last_error;
-  for (int i = 0; names && i < count; ++i) {
-    g_last_error = why;
-    Announce(process_set, op, names[i], code);
-  }
-  g_last_error = why;
-  return code;
-}
-
-// `splits` (alltoall): NULL, or one entry per rank, copied once the size is known.
-kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
-                     kolo_handle_t* handle, const int64_t* splits = nullptr,
-                     int process_set = 0) {
-  g_last_error.clear();
-  if (!handle) return Fail(kolo::InvalidArgumentError("handle pointer is NULL"));
-  *handle = nullptr;
-  if (!sub.name.size()) {
-    return Fail(kolo::InvalidArgumentError(std::string(kolo::OpTypeName(sub.op)) +
-                                           ": name is NULL or empty"));
-  }
-  if (ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shape)) {
-    return Announce(process_set, sub.op, sub.name.c_str(),
-                    Fail(kolo::InvalidArgumentError(
-                        std::string(kolo::OpTypeName(sub.op)) + " '" + sub.name + "': ndim " +
-                        std::to_string(ndim) + " outside [0, " + std::to_string(KOLO_MAX_DIMS) +
-                        "] or shape is NULL")));
-  }
-  sub.shape.assign(shape, shape + ndim);
-  kolo::Status why;
-  auto runtime = kolo::capi::ProcessSetRuntime(
-      process_set, std::string(kolo::OpTypeName(sub.op)) + " '" + sub.name + "'", &why);
-  if (!runtime) return Fail(why);
-  if (splits) sub.splits.assign(splits, splits + runtime->layout().size);
-  auto h = runtime->Enqueue(sub);
-  if (!h.ok()) return Fail(h.status());
-  *handle = new kolo_handle_s{std::move(h).value()};
-  return KOLO_SUCCESS;
-}
-
-// The fields every submission has; the callers add their operation's own.
-kolo::Submission NewSubmission(kolo::OpType op, const char* name, const void* input,
-                               kolo_dtype_t dtype) {
-  kolo::Submission sub;
-  sub.op = op;
-  sub.name = name ? name : "";
-  sub.input = input;
-  sub.dtype = static_cast<kolo::DataType>(dtype);
-  return sub;
-}
-
-kolo_status_t CheckReduceOp(int op, const char* what, const char* name) {
-  if (kolo::IsValidReduceOp(op)) return KOLO_SUCCESS;
-  return Fail(kolo::InvalidArgumentError(std::string(what) + " '" + (name ? name : "") +
-                                         "': unknown reduce op " + std::to_string(op)));
-}
-
-kolo_status_t CheckDtype(int dtype, const char* name) {
-  if (!kolo::IsValidDataType(dtype)) {
-    return Fail(kolo::InvalidArgumentError(std::string("'") + (name ? name : "") +
-                                           "': unknown dtype " + std::to_string(dtype)));
-  }
-  return KOLO_SUCCESS;
-}
-
-// A binding's `device` (kolo.h, KOLO_DEVICE_*): detect, host, or a CUDA ordinal.
-kolo_status_t CheckDevice(int device, const char* what, const char* name) {
-  if (device >= KOLO_DEVICE_DETECT) return KOLO_SUCCESS;
-  return Fail(kolo::InvalidArgumentError(std::string(what) + " '" + (name ? name : "") +
-                                         "': device " + std::to_string(device) +
-                                         " is none of KOLO_DEVICE_DETECT, KOLO_DEVICE_HOST or a "
-                                         "CUDA ordinal"));
 }
 
 // The cost model the job's topology implies (collectives/topology_cost.h); the defaults, with a
@@ -275,7 +178,7 @@ kolo_status_t StartOn(MPI_Comm base) {
 extern "C" {
 
 kolo_status_t kolo_init(void) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_runtime) return KOLO_SUCCESS;
   kolo::Status mpi = kolo::EnsureMpi(StartTimeout());
@@ -284,7 +187,7 @@ kolo_status_t kolo_init(void) {
 }
 
 kolo_status_t kolo_init_ranks(const int* ranks, int nranks) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_runtime) return KOLO_SUCCESS;
   if (nranks < 0 || (nranks > 0 && !ranks)) {
@@ -306,7 +209,7 @@ kolo_status_t kolo_init_ranks(const int* ranks, int nranks) {
 }
 
 kolo_status_t kolo_init_comm(MPI_Comm comm) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_runtime) return KOLO_SUCCESS;
   kolo::Status mpi = kolo::EnsureMpi(StartTimeout(), WorldRanksOf(comm));
@@ -361,328 +264,8 @@ KOLO_LAYOUT_GETTER(kolo_cross_rank, cross_rank)
 KOLO_LAYOUT_GETTER(kolo_cross_size, cross_size)
 #undef KOLO_LAYOUT_GETTER
 
-kolo_status_t kolo_allreduce_async_on(int process_set, const char* name, const void* input,
-                                      void* output, kolo_dtype_t dtype, int ndim,
-                                      const int64_t* shape, kolo_reduce_op_t op,
-                                      double prescale_factor, double postscale_factor,
-                                      kolo_handle_t* handle) {
-  return kolo_allreduce_async_on_stream(process_set, name, input, output, dtype, ndim, shape, op,
-                                        prescale_factor, postscale_factor, nullptr, handle);
-}
-
-kolo_status_t kolo_allreduce_async_on_stream(int process_set, const char* name,
-                                             const void* input, void* output, kolo_dtype_t dtype,
-                                             int ndim, const int64_t* shape, kolo_reduce_op_t op,
-                                             double prescale_factor, double postscale_factor,
-                                             void* cuda_stream, kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) {
-    return Announce(process_set, kolo::OpType::kAllreduce, name, s);
-  }
-  if (kolo_status_t s = CheckReduceOp(op, "allreduce", name)) {
-    return Announce(process_set, kolo::OpType::kAllreduce, name, s);
-  }
-  kolo::Submission sub = NewSubmission(kolo::OpType::kAllreduce, name, input, dtype);
-  sub.output = output;
-  sub.reduce_op = static_cast<kolo::ReduceOp>(op);
-  sub.prescale = prescale_factor;
-  sub.postscale = postscale_factor;
-  sub.ready_stream = cuda_stream;
-  return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
-}
-
-kolo_status_t kolo_allgather_async_on(int process_set, const char* name, const void* input,
-                                      kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                      kolo_handle_t* handle) {
-  return kolo_allgather_async_on_stream(process_set, name, input, dtype, ndim, shape,
-                                        KOLO_DEVICE_DETECT, nullptr, handle);
-}
-
-kolo_status_t kolo_allgather_async_on_stream(int process_set, const char* name, const void* input,
-                                             kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                             int device, void* cuda_stream,
-                                             kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) {
-    return Announce(process_set, kolo::OpType::kAllgather, name, s);
-  }
-  if (kolo_status_t s = CheckDevice(device, "allgather", name)) {
-    return Announce(process_set, kolo::OpType::kAllgather, name, s);
-  }
-  kolo::Submission sub = NewSubmission(kolo::OpType::kAllgather, name, input, dtype);
-  sub.device = device;
-  sub.ready_stream = cuda_stream;
-  return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
-}
-
-kolo_status_t kolo_broadcast_async_on(int process_set, const char* name, const void* input,
-                                      void* output, kolo_dtype_t dtype, int ndim,
-                                      const int64_t* shape, int root_rank,
-                                      kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) {
-    return Announce(process_set, kolo::OpType::kBroadcast, name, s);
-  }
-  kolo::Submission sub = NewSubmission(kolo::OpType::kBroadcast, name, input, dtype);
-  sub.output = output;
-  sub.root = root_rank;
-  return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
-}
-
-kolo_status_t kolo_reducescatter_async_on(int process_set, const char* name, const void* input,
-                                          kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                          kolo_reduce_op_t op, double prescale_factor,
-                                          double postscale_factor, kolo_handle_t* handle) {
-  return kolo_reducescatter_async_on_stream(process_set, name, input, dtype, ndim, shape, op,
-                                            prescale_factor, postscale_factor, KOLO_DEVICE_DETECT,
-                                            nullptr, handle);
-}
-
-kolo_status_t kolo_reducescatter_async_on_stream(int process_set, const char* name,
-                                                 const void* input, kolo_dtype_t dtype, int ndim,
-                                                 const int64_t* shape, kolo_reduce_op_t op,
-                                                 double prescale_factor, double postscale_factor,
-                                                 int device, void* cuda_stream,
-                                                 kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDevice(device, "reducescatter", name)) {
-    return Announce(process_set, kolo::OpType::kReducescatter, name, s);
-  }
-  if (kolo_status_t s = CheckDtype(dtype, name)) {
-    return Announce(process_set, kolo::OpType::kReducescatter, name, s);
-  }
-  if (kolo_status_t s = CheckReduceOp(op, "reducescatter", name)) {
-    return Announce(process_set, kolo::OpType::kReducescatter, name, s);
-  }
-  kolo::Submission sub = NewSubmission(kolo::OpType::kReducescatter, name, input, dtype);
-  sub.reduce_op = static_cast<kolo::ReduceOp>(op);
-  sub.prescale = prescale_factor;
-  sub.postscale = postscale_factor;
-  sub.device = device;
-  sub.ready_stream = cuda_stream;
-  return Submit(std::move(sub), ndim, shape, handle, nullptr, process_set);
-}
-
-kolo_status_t kolo_alltoall_async_on(int process_set, const char* name, const void* input,
-                                     kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                     const int64_t* splits, kolo_handle_t* handle) {
-  return kolo_alltoall_async_on_stream(process_set, name, input, dtype, ndim, shape, splits,
-                                       KOLO_DEVICE_DETECT, nullptr, handle);
-}
-
-kolo_status_t kolo_alltoall_async_on_stream(int process_set, const char* name, const void* input,
-                                            kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                            const int64_t* splits, int device, void* cuda_stream,
-                                            kolo_handle_t* handle) {
-  if (kolo_status_t s = CheckDtype(dtype, name)) {
-    return Announce(process_set, kolo::OpType::kAlltoall, name, s);
-  }
-  if (kolo_status_t s = CheckDevice(device, "alltoall", name)) {
-    return Announce(process_set, kolo::OpType::kAlltoall, name, s);
-  }
-  kolo::Submission sub = NewSubmission(kolo::OpType::kAlltoall, name, input, dtype);
-  sub.device = device;
-  sub.ready_stream = cuda_stream;
-  return Submit(std::move(sub), ndim, shape, handle, splits, process_set);
-}
-
-}  // extern "C"
-
-namespace {
-
-// The shared part of the grouped functions: checks the arrays, builds one Submission per tensor
-// (`fill` adds the operation's own fields) and enqueues them as a group.
-// `devices`: NULL (ask CUDA) or one per tensor; `cuda_stream` is every tensor's ready stream.
-kolo_status_t SubmitGroup(int process_set, kolo::OpType op, int count, const char* const* names,
-                          const void* const* inputs, void* const* outputs,
-                          const kolo_dtype_t* dtypes, const int* ndims,
-                          const int64_t* const* shapes, const int* devices, void* cuda_stream,
-                          kolo_handle_t* handles,
-                          const std::function<void(kolo::Submission&)>& fill) {
-  g_last_error.clear();
-  const std::string what = "grouped " + std::string(kolo::OpTypeName(op));
-  if (count < 1 || !names || !inputs || !dtypes || !ndims || !shapes || !handles ||
-      (op == kolo::OpType::kAllreduce && !outputs)) {
-    return Fail(kolo::InvalidArgumentError(what + ": count < 1 or an array is NULL"));
-  }
-  // A member refused here refuses the group, announced for every named member (as
-  // Runtime::EnqueueGroup does), so the peers' group fails instead of waiting.
-  auto refuse_all = [&](kolo_status_t code) {
-    return AnnounceGroup(process_set, op, count, names, code);
-  };
-  std::vector<kolo::Submission> group;
-  for (int i = 0; i < count; ++i) handles[i] = nullptr;
-  for (int i = 0; i < count; ++i) {
-    const char* name = names[i] ? names[i] : "";
-    // Read as the enum's integer: a caller's out-of-range code must be refused, and loading it
-    // as a kolo_dtype_t is already undefined behaviour.
-    std::underlying_type_t<kolo_dtype_t> raw;
-    std::memcpy(&raw, &dtypes[i], sizeof raw);
-    if (kolo_status_t s = CheckDtype(static_cast<int>(raw), name)) return refuse_all(s);
-    if (devices) {
-      if (kolo_status_t s = CheckDevice(devices[i], what.c_str(), name)) return refuse_all(s);
-    }
-    kolo::Submission sub = NewSubmission(op, name, inputs[i], static_cast<kolo_dtype_t>(raw));
-    if (outputs) sub.output = outputs[i];
-    if (devices) sub.device = devices[i];
-    sub.ready_stream = cuda_stream;
-    const int ndim = ndims[i];
-    if (sub.name.empty() || ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shapes[i])) {
-      return refuse_all(Fail(kolo::InvalidArgumentError(
-          what + ": tensor " + std::to_string(i) + " ('" + sub.name + "'): empty name, ndim " +
-          std::to_string(ndim) + " outside [0, " + std::to_string(KOLO_MAX_DIMS) +
-          "] or shape is NULL")));
-    }
-    sub.shape.assign(shapes[i], shapes[i] + ndim);
-    fill(sub);
-    group.push_back(std::move(sub));
-  }
-  kolo::Status why;
-  auto runtime = kolo::capi::ProcessSetRuntime(process_set, what + " '" + group[0].name + "'", &why);
-  if (!runtime) return Fail(why);
-  auto added = runtime->EnqueueGroup(group);
-  if (!added.ok()) return Fail(added.status());
-  for (int i = 0; i < count; ++i) handles[i] = new kolo_handle_s{(*added)[i]};
-  return KOLO_SUCCESS;
-}
-
-}  // namespace
-
-extern "C" {
-
-kolo_status_t kolo_grouped_allreduce_async_on(int process_set, int count,
-                                              const char* const* names,
-                                              const void* const* inputs, void* const* outputs,
-                                              const kolo_dtype_t* dtypes, const int* ndims,
-                                              const int64_t* const* shapes, kolo_reduce_op_t op,
-                                              double prescale_factor, double postscale_factor,
-                                              kolo_handle_t* handles) {
-  return kolo_grouped_allreduce_async_on_stream(process_set, count, names, inputs, outputs,
-                                                dtypes, ndims, shapes, op, prescale_factor,
-                                                postscale_factor, nullptr, nullptr, handles);
-}
-
-kolo_status_t kolo_grouped_allreduce_async_on_stream(
-    int process_set, int count, const char* const* names, const void* const* inputs,
-    void* const* outputs, const kolo_dtype_t* dtypes, const int* ndims,
-    const int64_t* const* shapes, kolo_reduce_op_t op, double prescale_factor,
-    double postscale_factor, const int* devices, void* cuda_stream, kolo_handle_t* handles) {
-  if (kolo_status_t s = CheckReduceOp(op, "grouped allreduce", names && count > 0 ? names[0] : "")) {
-    return AnnounceGroup(process_set, kolo::OpType::kAllreduce, count, names, s);
-  }
-  return SubmitGroup(process_set, kolo::OpType::kAllreduce, count, names, inputs, outputs, dtypes,
-                     ndims, shapes, devices, cuda_stream, handles, [&](kolo::Submission& s) {
-                       s.reduce_op = static_cast<kolo::ReduceOp>(op);
-                       s.prescale = prescale_factor;
-                       s.postscale = postscale_factor;
-                     });
-}
-
-kolo_status_t kolo_grouped_allgather_async_on(int process_set, int count,
-                                              const char* const* names,
-                                              const void* const* inputs,
-                                              const kolo_dtype_t* dtypes, const int* ndims,
-                                              const int64_t* const* shapes,
-                                              kolo_handle_t* handles) {
-  return kolo_grouped_allgather_async_on_stream(process_set, count, names, inputs, dtypes, ndims,
-                                                shapes, nullptr, nullptr, handles);
-}
-
-kolo_status_t kolo_grouped_allgather_async_on_stream(
-    int process_set, int count, const char* const* names, const void* const* inputs,
-    const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
-    const int* devices, void* cuda_stream, kolo_handle_t* handles) {
-  return SubmitGroup(process_set, kolo::OpType::kAllgather, count, names, inputs, nullptr, dtypes,
-                     ndims, shapes, devices, cuda_stream, handles, [](kolo::Submission&) {});
-}
-
-kolo_status_t kolo_grouped_reducescatter_async_on(int process_set, int count,
-                                                  const char* const* names,
-                                                  const void* const* inputs,
-                                                  const kolo_dtype_t* dtypes, const int* ndims,
-                                                  const int64_t* const* shapes,
-                                                  kolo_reduce_op_t op, double prescale_factor,
-                                                  double postscale_factor,
-                                                  kolo_handle_t* handles) {
-  return kolo_grouped_reducescatter_async_on_stream(process_set, count, names, inputs, dtypes,
-                                                    ndims, shapes, op, prescale_factor,
-                                                    postscale_factor, nullptr, nullptr, handles);
-}
-
-kolo_status_t kolo_grouped_reducescatter_async_on_stream(
-    int process_set, int count, const char* const* names, const void* const* inputs,
-    const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
-    kolo_reduce_op_t op, double prescale_factor, double postscale_factor, const int* devices,
-    void* cuda_stream, kolo_handle_t* handles) {
-  if (kolo_status_t s =
-          CheckReduceOp(op, "grouped reducescatter", names && count > 0 ? names[0] : "")) {
-    return AnnounceGroup(process_set, kolo::OpType::kReducescatter, count, names, s);
-  }
-  return SubmitGroup(process_set, kolo::OpType::kReducescatter, count, names, inputs, nullptr,
-                     dtypes, ndims, shapes, devices, cuda_stream, handles,
-                     [&](kolo::Submission& s) {
-                       s.reduce_op = static_cast<kolo::ReduceOp>(op);
-                       s.prescale = prescale_factor;
-                       s.postscale = postscale_factor;
-                     });
-}
-
-kolo_status_t kolo_refuse_on(int process_set, const char* op, const char* name,
-                             const char* reason) {
-  g_last_error.clear();
-  const std::string op_name = op ? op : "";
-  kolo::OpType type;
-  if (op_name == "allreduce") {
-    type = kolo::OpType::kAllreduce;
-  } else if (op_name == "allgather") {
-    type = kolo::OpType::kAllgather;
-  } else if (op_name == "broadcast") {
-    type = kolo::OpType::kBroadcast;
-  } else if (op_name == "reducescatter") {
-    type = kolo::OpType::kReducescatter;
-  } else if (op_name == "alltoall") {
-    type = kolo::OpType::kAlltoall;
-  } else {
-    return Fail(kolo::InvalidArgumentError("refuse: unknown operation '" + op_name + "'"));
-  }
-  kolo::Status why;
-  auto runtime = kolo::capi::ProcessSetRuntime(process_set, "refuse", &why);
-  if (!runtime) return Fail(why);
-  kolo::Status s = runtime->Refuse(type, name ? name : "", reason ? reason : "");
-  return s.ok() ? KOLO_SUCCESS : Fail(s);
-}
-
-kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
-                                   kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                   kolo_reduce_op_t op, double prescale_factor,
-                                   double postscale_factor, kolo_handle_t* handle) {
-  return kolo_allreduce_async_on(0, name, input, output, dtype, ndim, shape, op, prescale_factor,
-                                 postscale_factor, handle);
-}
-
-kolo_status_t kolo_allgather_async(const char* name, const void* input, kolo_dtype_t dtype,
-                                   int ndim, const int64_t* shape, kolo_handle_t* handle) {
-  return kolo_allgather_async_on(0, name, input, dtype, ndim, shape, handle);
-}
-
-kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output,
-                                   kolo_dtype_t dtype, int ndim, const int64_t* shape,
-                                   int root_rank, kolo_handle_t* handle) {
-  return kolo_broadcast_async_on(0, name, input, output, dtype, ndim, shape, root_rank, handle);
-}
-
-kolo_status_t kolo_reducescatter_async(const char* name, const void* input, kolo_dtype_t dtype,
-                                       int ndim, const int64_t* shape, kolo_reduce_op_t op,
-                                       double prescale_factor, double postscale_factor,
-                                       kolo_handle_t* handle) {
-  return kolo_reducescatter_async_on(0, name, input, dtype, ndim, shape, op, prescale_factor,
-                                     postscale_factor, handle);
-}
-
-kolo_status_t kolo_alltoall_async(const char* name, const void* input, kolo_dtype_t dtype,
-                                  int ndim, const int64_t* shape, const int64_t* splits,
-                                  kolo_handle_t* handle) {
-  return kolo_alltoall_async_on(0, name, input, dtype, ndim, shape, splits, handle);
-}
-
 kolo_status_t kolo_barrier_on(int process_set) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   kolo::Status why;
   auto runtime = kolo::capi::ProcessSetRuntime(process_set, "barrier", &why);
   if (!runtime) return Fail(why);
@@ -693,7 +276,7 @@ kolo_status_t kolo_barrier_on(int process_set) {
 kolo_status_t kolo_barrier(void) { return kolo_barrier_on(0); }
 
 kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_set_id) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   if (nranks < 0 || (nranks > 0 && !ranks) || !process_set_id) {
     // Still collective: the others must not wait in the agreement for this rank.
     auto id = kolo::capi::AddProcessSet({-1});
@@ -708,7 +291,7 @@ kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_se
 }
 
 kolo_status_t kolo_remove_process_set(int process_set_id) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   kolo::Status s = kolo::capi::RemoveProcessSet(process_set_id);
   return s.ok() ? KOLO_SUCCESS : Fail(s);
 }
@@ -725,7 +308,7 @@ int kolo_process_set_size(int process_set_id) {
 }
 
 kolo_status_t kolo_process_set_ranks(int process_set_id, int* ranks) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   if (!ranks) return Fail(kolo::InvalidArgumentError("kolo_process_set_ranks: ranks is NULL"));
   auto list = kolo::capi::ProcessSetRanks(process_set_id);
   if (!list.ok()) return Fail(list.status());
@@ -738,7 +321,7 @@ kolo_status_t kolo_join(int* last_joined_rank) {
 }
 
 kolo_status_t kolo_join_on_device(int device, int* last_joined_rank) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   auto runtime = CurrentRuntime();
   if (!runtime) return Fail(kolo::FailedPreconditionError("join: kolo is not initialized"));
   if (device < KOLO_DEVICE_HOST) {
@@ -752,7 +335,7 @@ kolo_status_t kolo_join_on_device(int device, int* last_joined_rank) {
 }
 
 kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   if (!stats) return Fail(kolo::InvalidArgumentError("kolo_negotiation_stats: stats is NULL"));
   auto runtime = CurrentRuntime();
   if (!runtime) {
@@ -773,7 +356,7 @@ kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats) {
 }
 
 kolo_status_t kolo_start_timeline(const char* path, int mark_cycles) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   auto runtime = CurrentRuntime();
   if (!runtime) {
     return Fail(kolo::FailedPreconditionError("start_timeline: kolo is not initialized"));
@@ -786,7 +369,7 @@ kolo_status_t kolo_start_timeline(const char* path, int mark_cycles) {
 }
 
 kolo_status_t kolo_stop_timeline(void) {
-  g_last_error.clear();
+  kolo::capi::LastError().clear();
   auto runtime = CurrentRuntime();
   if (!runtime) {
     return Fail(kolo::FailedPreconditionError("stop_timeline: kolo is not initialized"));
@@ -862,6 +445,6 @@ size_t kolo_dtype_size(kolo_dtype_t dtype) {
   return kolo::IsValidDataType(dtype) ? kolo::DataTypeSize(static_cast<kolo::DataType>(dtype)) : 0;
 }
 
-const char* kolo_last_error(void) { return g_last_error.c_str(); }
+const char* kolo_last_error(void) { return kolo::capi::LastError().c_str(); }
 
 }  // extern "C"

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <utility>
 
 #include "base/status.h"
 
@@ -14,8 +15,12 @@ namespace kolo {
 inline Status CudaError(cudaError_t e, const char* call) {
   // The error is returned, not left sticky for the next unrelated call.
   cudaGetLastError();
-  return InternalError(std::string(call) + " failed: " + cudaGetErrorName(e) + ": " +
-                       cudaGetErrorString(e));
+  std::string message =
+      std::string(call) + " failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+  // Out of memory is the caller's to handle (free a cache, shrink a batch), as a failed host
+  // allocation is: kResourceExhausted, which frameworks map to their out-of-memory error.
+  if (e == cudaErrorMemoryAllocation) return ResourceExhaustedError(std::move(message));
+  return InternalError(std::move(message));
 }
 
 // Makes `device` current for a scope and restores the previous one (kolo's calls may run on a

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "runtime/message.h"
+#include "protocol/message.h"
 
 namespace kolo {
 

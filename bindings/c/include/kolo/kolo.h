@@ -405,6 +405,70 @@ KOLO_API kolo_status_t kolo_barrier_on(int process_set_id);
 KOLO_API kolo_status_t kolo_refuse_on(int process_set_id, const char* op, const char* name,
                                       const char* reason);
 
+/* ---- operations described by fields --------------------------------------------------------- */
+
+/* The collectives kolo_submit runs; the values are kolo's wire codes. */
+typedef enum {
+  KOLO_COLLECTIVE_ALLREDUCE = 0,
+  KOLO_COLLECTIVE_ALLGATHER = 1,
+  KOLO_COLLECTIVE_BROADCAST = 2,
+  KOLO_COLLECTIVE_REDUCESCATTER = 3,
+  KOLO_COLLECTIVE_ALLTOALL = 4
+} kolo_collective_t;
+
+/* One operation, as the fields of the single-tensor functions above. The API grows by fields
+ * at the end of this struct, not by functions: `size` is sizeof(kolo_op_args_t) as the caller
+ * was compiled, and a field beyond it keeps its default. Start from KOLO_OP_ARGS_INIT, which
+ * sets `size` and every default, then set what the operation needs:
+ *
+ *   kolo_op_args_t args = KOLO_OP_ARGS_INIT;
+ *   args.collective = KOLO_COLLECTIVE_ALLREDUCE;
+ *   args.name = "grad/fc1"; args.input = x; args.output = x;
+ *   args.dtype = KOLO_FLOAT32; args.ndim = 1; args.shape = &n;
+ *   kolo_submit(&args, &handle);
+ *
+ * A field the collective does not read must keep its default (root_rank for an all-reduce,
+ * splits for anything but an all-to-all, ...): a set one fails with KOLO_ERR_INVALID_ARGUMENT,
+ * so a mistaken field is not silently ignored. */
+typedef struct {
+  size_t size;                  /* sizeof(kolo_op_args_t) */
+  kolo_collective_t collective; /* default KOLO_COLLECTIVE_ALLREDUCE */
+  const char* name;
+  const void* input;
+  void* output;                 /* all-reduce and broadcast; NULL for the others (kolo
+                                   allocates their output) */
+  kolo_dtype_t dtype;           /* default KOLO_FLOAT32 */
+  int ndim;
+  const int64_t* shape;
+  kolo_reduce_op_t reduce_op;   /* all-reduce, reduce-scatter; default KOLO_OP_SUM */
+  double prescale_factor;       /* all-reduce, reduce-scatter; default 1 */
+  double postscale_factor;      /* all-reduce, reduce-scatter; default 1 */
+  int root_rank;                /* broadcast; default 0 */
+  const int64_t* splits;        /* all-to-all; default NULL (an equal split) */
+  int process_set_id;           /* default 0: every rank */
+  int device;                   /* KOLO_DEVICE_*; default KOLO_DEVICE_DETECT */
+  void* cuda_stream;            /* the stream whose queued work writes `input`; default NULL */
+} kolo_op_args_t;
+
+#define KOLO_OP_ARGS_INIT                                                                   \
+  {                                                                                         \
+    sizeof(kolo_op_args_t), KOLO_COLLECTIVE_ALLREDUCE, NULL, NULL, NULL, KOLO_FLOAT32, 0,   \
+        NULL, KOLO_OP_SUM, 1.0, 1.0, 0, NULL, 0, KOLO_DEVICE_DETECT, NULL                   \
+  }
+
+/* Submits the operation `args` describes: the same operation, checks and errors as its
+ * single-tensor function (kolo_allreduce_async_on_stream, ...). Also KOLO_ERR_INVALID_ARGUMENT
+ * for a NULL args, a `size` smaller than the struct's first version or larger than this
+ * library's, an unknown collective, or a field set that the collective does not read. */
+KOLO_API kolo_status_t kolo_submit(const kolo_op_args_t* args, kolo_handle_t* handle);
+
+/* Submits args[0..count) as one group (see "grouped operations" below): every member must have
+ * the same collective (all-reduce, all-gather or reduce-scatter), process set, reduce op, scale
+ * factors and cuda_stream; else KOLO_ERR_INVALID_ARGUMENT naming the first member that differs.
+ * handles[i] receives member i's handle. */
+KOLO_API kolo_status_t kolo_submit_group(const kolo_op_args_t* args, int count,
+                                         kolo_handle_t* handles);
+
 /* ---- grouped operations -------------------------------------------------------------------- */
 
 /* `count` tensors submitted as one group on process set `process_set_id` (0 = every rank): each

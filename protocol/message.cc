@@ -1,4 +1,4 @@
-#include "runtime/message.h"
+#include "protocol/message.h"
 
 namespace kolo {
 
@@ -13,6 +13,14 @@ std::string_view OpTypeName(OpType op) {
     case OpType::kJoin: return "join";
   }
   return "invalid-op";
+}
+
+std::string OpLabel(OpType op, std::string_view name) {
+  std::string label(OpTypeName(op));
+  label += " '";
+  label += name;
+  label += "'";
+  return label;
 }
 
 }  // namespace kolo

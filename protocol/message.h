@@ -1,7 +1,7 @@
 // What ranks tell the coordinator (Request) and what the coordinator tells every rank to do
 // (Response), as plain values. runtime/wire/ turns them into FlatBuffers bytes and back.
-#ifndef KOLO_RUNTIME_MESSAGE_H_
-#define KOLO_RUNTIME_MESSAGE_H_
+#ifndef KOLO_PROTOCOL_MESSAGE_H_
+#define KOLO_PROTOCOL_MESSAGE_H_
 
 #include <cstdint>
 #include <string>
@@ -24,6 +24,8 @@ enum class OpType : uint8_t {
 };
 constexpr int kMaxOpType = 6;
 std::string_view OpTypeName(OpType op);  // "allreduce", ...
+// How every error and warning names an operation on a tensor: "allreduce 'grad/fc1'".
+std::string OpLabel(OpType op, std::string_view name);
 
 // One rank's readiness of one named tensor, with everything the other ranks must agree on.
 struct Request {
@@ -126,4 +128,4 @@ struct ResponseList {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_MESSAGE_H_
+#endif  // KOLO_PROTOCOL_MESSAGE_H_
