@@ -1,5 +1,5 @@
 # Required: MPI, hwloc, FlatBuffers, spdlog, threads. Optional (AUTO|ON|OFF): CUDA+NCCL, UCX,
-# PMIx (bounds kolo_init's start: runtime/start_fence.h).
+# PMIx (bounds kolo_init's start: runtime/world/start_fence.h).
 find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS C CXX)
 find_package(PkgConfig REQUIRED)

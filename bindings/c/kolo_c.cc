@@ -1,30 +1,21 @@
-// The C API: a thin translation from kolo.h onto the Runtime. This file: start-up and shutdown,
-// the rank layout, process sets, join, the timeline, handles. Submissions: submit_calls.cc.
+// The C API: a thin translation from kolo.h onto the Runtime. This file: start-up and shutdown
+// (runtime/world/ does the work), the rank layout, process sets, join, the timeline, handles.
+// Submissions: submit_calls.cc.
 // The process holds one Runtime pointer (shared, so a submission racing kolo_shutdown keeps it
 // alive until it returns).
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <functional>
-#include <cstring>
-#include <memory>
-#include <mutex>
-#include <type_traits>
-
 #include <mpi.h>
 
-#include "base/logging.h"
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "bindings/c/api_state.h"
-#include "bindings/c/process_sets.h"
 #include "kolo/kolo.h"
-#include "collectives/mpi/mpi_call.h"
-#include "collectives/mpi/mpi_node.h"
-#include "collectives/mpi/mpi_topology.h"
-#include "collectives/topology_cost.h"
-#include "runtime/mpi_world.h"
 #include "runtime/runtime.h"
+#include "runtime/world/process_sets.h"
+#include "runtime/world/world.h"
 
 using kolo::capi::Fail;
 
@@ -38,138 +29,13 @@ std::shared_ptr<kolo::Runtime> CurrentRuntime() {
   return g_runtime;
 }
 
-// The cost model the job's topology implies (collectives/topology_cost.h); the defaults, with a
-// warning, when hwloc could not describe some node. A KOLO_TOPOLOGY_XML that a node cannot
-// load sets *status (on every rank alike).
-kolo::CostModel JobCostModel(MPI_Comm comm, const kolo::NodeMap& map, const kolo::Config& config,
-                             kolo::Status* status) {
-  auto job = kolo::ExchangeTopologies(comm, map, config.topology_xml,
-                                      !config.node_grouping.empty());
-  if (!job.ok()) {
-    if (status->ok()) *status = job.status();
-    return kolo::CostModel();
-  }
-  if (!job->available) {
-    KOLO_LOG_WARNING("init", "no topology ({}): the cost model keeps its defaults", job->why);
-    return kolo::CostModel();
-  }
-  auto links = kolo::BuildLinkModel(job->layout);
-  if (!links.ok()) {
-    KOLO_LOG_WARNING("init", "link model: {}: the cost model keeps its defaults",
-                  links.status().message());
-    return kolo::CostModel();
-  }
-  for (const std::string& note : links->notes) KOLO_LOG_DEBUG("init", "topology: {}", note);
-  kolo::CostModel cost = kolo::CostModelFromLinks(*links);
-  KOLO_LOG_DEBUG("init", "cost model from the topology: {}", cost.ToJson());
-  return cost;
-}
+// kolo_shutdown, when the application finalises MPI first.
+void OnMpiFinalize() { kolo_shutdown(); }
 
-// KOLO_START_TIMEOUT, read before MPI starts; a malformed configuration is reported by StartOn
-// (every rank then fails together), so here it means the default.
-double StartTimeout() {
-  auto parsed = kolo::ConfigFromEnvironment();
-  return parsed.ok() ? parsed->start_timeout_seconds : kolo::Config{}.start_timeout_seconds;
-}
-
-// The MPI_COMM_WORLD ranks of `comm`'s members, ascending: the ranks kolo_init_comm's start
-// waits for. Empty (the whole job) when MPI has not started or `comm` is not a usable
-// intracommunicator (kolo_init_comm then refuses it).
-std::vector<int> WorldRanksOf(MPI_Comm comm) {
-  int initialized = 0, finalized = 0, inter = 1;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized || comm == MPI_COMM_NULL) return {};
-  if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return {};
-  MPI_Group group, world;
-  int size = 0;
-  MPI_Comm_group(comm, &group);
-  MPI_Comm_group(MPI_COMM_WORLD, &world);
-  MPI_Group_size(group, &size);
-  std::vector<int> mine(static_cast<size_t>(size)), theirs(static_cast<size_t>(size));
-  for (int i = 0; i < size; ++i) mine[static_cast<size_t>(i)] = i;
-  MPI_Group_translate_ranks(group, size, mine.data(), world, theirs.data());
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
-  std::sort(theirs.begin(), theirs.end());
-  return theirs;
-}
-
-// kolo_init* after their own checks: starts kolo on `base` (collective over it; kolo keeps dups
-// of it, never `base` itself). Called with g_mu held, after EnsureMpi, when not initialised.
-kolo_status_t StartOn(MPI_Comm base) {
-  // A malformed configuration still joins the collective start-up below, so the other ranks
-  // fail with it instead of waiting for this one.
-  auto parsed = kolo::ConfigFromEnvironment();
-  const kolo::Config config = parsed.ok() ? *parsed : kolo::Config{};
-  kolo::ConfigureLogging(config.log_level, config.log_hide_time);
-  auto world = kolo::AttachToMpi(base, static_cast<size_t>(config.fusion_chunk_bytes));
-  if (!world.ok()) return Fail(world.status());
-  kolo::SetLogRank(world->layout.rank, world->layout.size);
-  if (world->layout.rank == 0) kolo::WarnUnknownVariables();
-  // Fails every rank together (a grouping that differs or does not parse), so no rank waits.
-  auto node = kolo::MakeMpiNodeContext(world->data->comm(), config.node_grouping,
-                                       static_cast<size_t>(config.fusion_chunk_bytes),
-                                       world->data->liveness_check());
-  if (!node.ok()) return Fail(kolo::Status(node.status()).AddContext("kolo_init"));
-  world->data->set_node(*node);
-  kolo::MpiCommunicator& control = *world->control;  // owned by the runtime from here on
-  auto runtime = std::make_shared<kolo::Runtime>(config, world->layout, std::move(world->control),
-                                                 std::move(world->data));
-  // Rank 0 opens the timeline and checks the autotune log before the ranks agree to start, so
-  // an unwritable path fails kolo_init on every rank rather than leaving the others waiting.
-  kolo::Status local = parsed.status();
-  std::string tuning_json;
-  if (local.ok() && !config.timeline_path.empty()) {
-    local = runtime->StartTimeline(config.timeline_path, config.timeline_mark_cycles)
-                .AddContext("KOLO_TIMELINE");
-  }
-  // The cost model: every node's topology (exchanged: collective, so it runs even when this
-  // rank's configuration failed), then the tuning file over it. Every rank reads the file
-  // here, before the ranks agree to start, so a missing or malformed file fails every rank's
-  // kolo_init instead of one rank's first all-reduce.
-  kolo::CostModel cost = JobCostModel(control.comm(), (*node)->map, config, &local);
-  if (local.ok() && !config.tuning_file.empty()) {
-    auto loaded = kolo::CostModel::Load(config.tuning_file, cost);
-    local = loaded.ok() ? kolo::Status::OK()
-                        : kolo::Status(loaded.status()).AddContext("KOLO_TUNING_FILE");
-    if (loaded.ok()) cost = *loaded;
-  }
-  tuning_json = cost.ToJson();
-  if (local.ok() && config.autotune && !config.autotune_log.empty() && world->layout.rank == 0) {
-    std::FILE* f = std::fopen(config.autotune_log.c_str(), "a");
-    if (!f) {
-      local = kolo::InvalidArgumentError("KOLO_AUTOTUNE_LOG='" + config.autotune_log +
-                                         "': cannot open for writing: " + std::strerror(errno));
-    } else {
-      std::fclose(f);
-    }
-  }
-  kolo::Status agreed = kolo::AgreeOnStart(control, local, config);
-  if (!agreed.ok()) return Fail(agreed);
-  // Every rank must pick the same algorithm for the same message.
-  agreed = kolo::AgreeOnString(control.comm(), "KOLO_ALLREDUCE_ALGO", config.allreduce_algo);
-  if (agreed.ok()) {
-    agreed = kolo::AgreeOnString(control.comm(), "the cost model of KOLO_TUNING_FILE", tuning_json);
-  }
-  const std::pair<const char*, const std::string*> algos[] = {
-      {"KOLO_ALLGATHER_ALGO", &config.allgather_algo},
-      {"KOLO_BROADCAST_ALGO", &config.broadcast_algo},
-      {"KOLO_REDUCESCATTER_ALGO", &config.reducescatter_algo},
-      {"KOLO_ALLTOALL_ALGO", &config.alltoall_algo}};
-  for (const auto& [knob, value] : algos) {
-    if (agreed.ok()) agreed = kolo::AgreeOnString(control.comm(), knob, *value);
-  }
-  if (!agreed.ok()) return Fail(agreed.AddContext("kolo_init"));
-  kolo::Status hooked = kolo::CallBeforeMpiFinalize([] { kolo_shutdown(); });
-  if (!hooked.ok()) return Fail(hooked);
-  runtime->SetCostModel(cost);
-  kolo::Status s = runtime->Start();
-  if (!s.ok()) return Fail(s);
-  KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
-                config.cycle_time_ms, config.fusion_threshold_bytes, config.fusion_chunk_bytes);
-  kolo::capi::AttachProcessSets(std::move(world->admin), config, runtime, cost);
-  g_runtime = std::move(runtime);
+// A kolo_init* result: the runtime becomes the process's (g_mu held), or the error is reported.
+kolo_status_t Started(kolo::StatusOr<std::shared_ptr<kolo::Runtime>> runtime) {
+  if (!runtime.ok()) return Fail(runtime.status());
+  g_runtime = std::move(runtime).value();
   return KOLO_SUCCESS;
 }
 
@@ -181,9 +47,7 @@ kolo_status_t kolo_init(void) {
   kolo::capi::LastError().clear();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_runtime) return KOLO_SUCCESS;
-  kolo::Status mpi = kolo::EnsureMpi(StartTimeout());
-  if (!mpi.ok()) return Fail(mpi);
-  return StartOn(MPI_COMM_WORLD);
+  return Started(kolo::StartWorld(OnMpiFinalize));
 }
 
 kolo_status_t kolo_init_ranks(const int* ranks, int nranks) {
@@ -194,39 +58,14 @@ kolo_status_t kolo_init_ranks(const int* ranks, int nranks) {
     return Fail(kolo::InvalidArgumentError("kolo_init_ranks: nranks " + std::to_string(nranks) +
                                            " is negative or ranks is NULL"));
   }
-  // The listed ranks meet (when MPI has started; MPI_Init needs every rank of the job).
-  std::vector<int> listed(ranks, ranks + nranks);
-  std::sort(listed.begin(), listed.end());
-  listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
-  kolo::Status mpi = kolo::EnsureMpi(StartTimeout(), listed);
-  if (!mpi.ok()) return Fail(mpi);
-  auto comm = kolo::CommOfWorldRanks(std::vector<int>(ranks, ranks + nranks));
-  if (!comm.ok()) return Fail(comm.status());
-  MPI_Comm base = *comm;
-  const kolo_status_t s = StartOn(base);
-  MPI_Comm_free(&base);
-  return s;
+  return Started(kolo::StartWorldOnRanks(std::vector<int>(ranks, ranks + nranks), OnMpiFinalize));
 }
 
 kolo_status_t kolo_init_comm(MPI_Comm comm) {
   kolo::capi::LastError().clear();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_runtime) return KOLO_SUCCESS;
-  kolo::Status mpi = kolo::EnsureMpi(StartTimeout(), WorldRanksOf(comm));
-  if (!mpi.ok()) return Fail(mpi);
-  if (comm == MPI_COMM_NULL) {
-    return Fail(kolo::InvalidArgumentError(
-        "kolo_init_comm: the communicator is MPI_COMM_NULL (is this rank outside the group it "
-        "was made from?)"));
-  }
-  int inter = 0;
-  const int rc = MPI_Comm_test_inter(comm, &inter);
-  if (rc != MPI_SUCCESS) return Fail(kolo::MpiError(rc, "kolo_init_comm: MPI_Comm_test_inter"));
-  if (inter) {
-    return Fail(kolo::InvalidArgumentError(
-        "kolo_init_comm: an intercommunicator was given; kolo needs an intracommunicator"));
-  }
-  return StartOn(comm);
+  return Started(kolo::StartWorldOnComm(comm, OnMpiFinalize));
 }
 
 kolo_status_t kolo_shutdown(void) {
@@ -235,21 +74,13 @@ kolo_status_t kolo_shutdown(void) {
     std::lock_guard<std::mutex> lock(g_mu);
     runtime.swap(g_runtime);
   }
-  kolo::capi::DetachProcessSets();
-  if (runtime) runtime->Shutdown();
+  kolo::StopWorld(std::move(runtime));
   return KOLO_SUCCESS;
 }
 
 int kolo_is_initialized(void) { return CurrentRuntime() ? 1 : 0; }
 
-int kolo_mpi_threads_supported(void) {
-  int initialized = 0, finalized = 0, provided = MPI_THREAD_SINGLE;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return 0;
-  MPI_Query_thread(&provided);
-  return provided >= MPI_THREAD_MULTIPLE ? 1 : 0;
-}
+int kolo_mpi_threads_supported(void) { return kolo::MpiThreadsMultiple() ? 1 : 0; }
 
 #define KOLO_LAYOUT_GETTER(fn, field)         \
   int fn(void) {                              \
@@ -267,7 +98,7 @@ KOLO_LAYOUT_GETTER(kolo_cross_size, cross_size)
 kolo_status_t kolo_barrier_on(int process_set) {
   kolo::capi::LastError().clear();
   kolo::Status why;
-  auto runtime = kolo::capi::ProcessSetRuntime(process_set, "barrier", &why);
+  auto runtime = kolo::ProcessSetRuntime(process_set, "barrier", &why);
   if (!runtime) return Fail(why);
   kolo::Status s = runtime->Barrier();
   return s.ok() ? KOLO_SUCCESS : Fail(s);
@@ -279,12 +110,12 @@ kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_se
   kolo::capi::LastError().clear();
   if (nranks < 0 || (nranks > 0 && !ranks) || !process_set_id) {
     // Still collective: the others must not wait in the agreement for this rank.
-    auto id = kolo::capi::AddProcessSet({-1});
+    auto id = kolo::AddProcessSet({-1});
     (void)id;
     return Fail(kolo::InvalidArgumentError(
         "add_process_set: ranks is NULL, nranks is negative or process_set_id is NULL"));
   }
-  auto id = kolo::capi::AddProcessSet(std::vector<int>(ranks, ranks + nranks));
+  auto id = kolo::AddProcessSet(std::vector<int>(ranks, ranks + nranks));
   if (!id.ok()) return Fail(id.status());
   *process_set_id = *id;
   return KOLO_SUCCESS;
@@ -292,25 +123,25 @@ kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_se
 
 kolo_status_t kolo_remove_process_set(int process_set_id) {
   kolo::capi::LastError().clear();
-  kolo::Status s = kolo::capi::RemoveProcessSet(process_set_id);
+  kolo::Status s = kolo::RemoveProcessSet(process_set_id);
   return s.ok() ? KOLO_SUCCESS : Fail(s);
 }
 
 int kolo_process_set_rank(int process_set_id) {
   kolo::Status why;
-  auto runtime = kolo::capi::ProcessSetRuntime(process_set_id, "process set", &why);
+  auto runtime = kolo::ProcessSetRuntime(process_set_id, "process set", &why);
   return runtime ? runtime->layout().rank : -1;
 }
 
 int kolo_process_set_size(int process_set_id) {
-  auto ranks = kolo::capi::ProcessSetRanks(process_set_id);
+  auto ranks = kolo::ProcessSetRanks(process_set_id);
   return ranks.ok() ? static_cast<int>(ranks->size()) : -1;
 }
 
 kolo_status_t kolo_process_set_ranks(int process_set_id, int* ranks) {
   kolo::capi::LastError().clear();
   if (!ranks) return Fail(kolo::InvalidArgumentError("kolo_process_set_ranks: ranks is NULL"));
-  auto list = kolo::capi::ProcessSetRanks(process_set_id);
+  auto list = kolo::ProcessSetRanks(process_set_id);
   if (!list.ok()) return Fail(list.status());
   std::copy(list->begin(), list->end(), ranks);
   return KOLO_SUCCESS;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bindings/c/api_state.h"
-#include "bindings/c/process_sets.h"
+#include "runtime/world/process_sets.h"
 #include "kolo/kolo.h"
 #include "runtime/runtime.h"
 
@@ -27,7 +27,7 @@ namespace {
 kolo_status_t Announce(int process_set, kolo::OpType op, const char* name, kolo_status_t code) {
   if (!name || !*name) return code;
   kolo::Status unused;
-  auto runtime = kolo::capi::ProcessSetRuntime(process_set, "", &unused);
+  auto runtime = kolo::ProcessSetRuntime(process_set, "", &unused);
   if (!runtime) return code;
   const std::string quoted = std::string("'") + name + "': ";
   const size_t at = LastError().find(quoted);
@@ -69,7 +69,7 @@ kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
   }
   sub.shape.assign(shape, shape + ndim);
   kolo::Status why;
-  auto runtime = kolo::capi::ProcessSetRuntime(
+  auto runtime = kolo::ProcessSetRuntime(
       process_set, kolo::OpLabel(sub.op, sub.name), &why);
   if (!runtime) return Fail(why);
   if (splits) sub.splits.assign(splits, splits + runtime->layout().size);
@@ -221,7 +221,7 @@ kolo_status_t SubmitGroup(kolo::OpType op, const std::vector<kolo_op_args_t>& me
   }
   kolo::Status why;
   auto runtime =
-      kolo::capi::ProcessSetRuntime(process_set, what + " '" + group[0].name + "'", &why);
+      kolo::ProcessSetRuntime(process_set, what + " '" + group[0].name + "'", &why);
   if (!runtime) return Fail(why);
   auto added = runtime->EnqueueGroup(group);
   if (!added.ok()) return Fail(added.status());
@@ -555,7 +555,7 @@ kolo_status_t kolo_refuse_on(int process_set, const char* op, const char* name,
     return Fail(kolo::InvalidArgumentError("refuse: unknown operation '" + op_name + "'"));
   }
   kolo::Status why;
-  auto runtime = kolo::capi::ProcessSetRuntime(process_set, "refuse", &why);
+  auto runtime = kolo::ProcessSetRuntime(process_set, "refuse", &why);
   if (!runtime) return Fail(why);
   kolo::Status s = runtime->Refuse(type, name ? name : "", reason ? reason : "");
   return s.ok() ? KOLO_SUCCESS : Fail(s);

@@ -1,4 +1,4 @@
-// The process-set calls' agreement (bindings/c/process_set_calls.h): the row encoding, the
+// The process-set calls' agreement (runtime/world/process_set_calls.h): the row encoding, the
 // description of who called what, and the exchange through whole Runtimes in the thread world:
 // equal calls agree, different calls are seen by every rank, and a rank that waits for another
 // operation instead ends the exchange on every rank within seconds (the deadlock check).
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "bindings/c/process_set_calls.h"
+#include "runtime/world/process_set_calls.h"
 #include "unit/thread_world.h"
 
 namespace kolo::capi {

@@ -14,8 +14,8 @@
 //
 // Without a PMIx launcher (MPICH's hydra, a singleton, kolo built without libpmix) there is no
 // way to learn which ranks exist before MPI starts, and the start is not bounded.
-#ifndef KOLO_RUNTIME_START_FENCE_H_
-#define KOLO_RUNTIME_START_FENCE_H_
+#ifndef KOLO_RUNTIME_WORLD_START_FENCE_H_
+#define KOLO_RUNTIME_WORLD_START_FENCE_H_
 
 #include <vector>
 
@@ -50,4 +50,4 @@ bool StartIsBounded();
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_START_FENCE_H_
+#endif  // KOLO_RUNTIME_WORLD_START_FENCE_H_

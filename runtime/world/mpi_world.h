@@ -4,8 +4,8 @@
 // level of the application's MPI; then duplicates the base communicator (MPI_COMM_WORLD, or the
 // application's choice: kolo_init_ranks, kolo_init_comm) for kolo's own control and data traffic and computes the rank layout (local = MPI_COMM_TYPE_SHARED, cross = ranks with
 // the same local rank).
-#ifndef KOLO_RUNTIME_MPI_WORLD_H_
-#define KOLO_RUNTIME_MPI_WORLD_H_
+#ifndef KOLO_RUNTIME_WORLD_MPI_WORLD_H_
+#define KOLO_RUNTIME_WORLD_MPI_WORLD_H_
 
 #include <memory>
 
@@ -25,7 +25,7 @@ struct MpiWorld {
 
 // Initialises MPI when the application has not, or checks the thread level of its MPI. First
 // waits at most `start_timeout_seconds` (0: no limit) for the ranks that start together
-// (runtime/start_fence.h), failing with kDeadlineExceeded naming those that did not arrive:
+// (runtime/world/start_fence.h), failing with kDeadlineExceeded naming those that did not arrive:
 // every rank of the job when MPI is still to be initialised (MPI_Init waits for all of them),
 // else `world_ranks` (MPI_COMM_WORLD ranks, ascending; empty = all), the ranks the collective
 // start-up that follows waits for.
@@ -63,4 +63,4 @@ Status CallBeforeMpiFinalize(void (*hook)());
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_MPI_WORLD_H_
+#endif  // KOLO_RUNTIME_WORLD_MPI_WORLD_H_

@@ -1,18 +1,17 @@
-#include "bindings/c/process_sets.h"
+#include "runtime/world/process_sets.h"
 
 #include <algorithm>
 #include <map>
 #include <mutex>
 
 #include "base/logging.h"
-#include "bindings/c/process_set_calls.h"
+#include "runtime/world/process_set_calls.h"
 #include "collectives/mpi/mpi_call.h"
-#include "kolo/kolo.h"
 #include "runtime/coordinator.h"
 #include "collectives/mpi/mpi_node.h"
-#include "runtime/mpi_world.h"
+#include "runtime/world/mpi_world.h"
 
-namespace kolo::capi {
+namespace kolo {
 namespace {
 
 struct ProcessSet {
@@ -215,4 +214,4 @@ StatusOr<std::vector<int>> ProcessSetRanks(int id) {
   return it->second.ranks;
 }
 
-}  // namespace kolo::capi
+}  // namespace kolo

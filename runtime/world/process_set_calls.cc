@@ -1,10 +1,10 @@
-#include "bindings/c/process_set_calls.h"
+#include "runtime/world/process_set_calls.h"
 
 #include <algorithm>
 
 #include "runtime/coordinator.h"
 
-namespace kolo::capi {
+namespace kolo {
 namespace {
 
 std::string List(const std::vector<int>& ranks) {
@@ -106,4 +106,4 @@ StatusOr<std::vector<ProcessSetCall>> ExchangeCalls(Runtime& global, const Proce
   return calls;
 }
 
-}  // namespace kolo::capi
+}  // namespace kolo

@@ -1,4 +1,4 @@
-#include "runtime/mpi_world.h"
+#include "runtime/world/mpi_world.h"
 
 #include "runtime/config.h"
 
@@ -10,7 +10,7 @@
 #include "base/logging.h"
 #include "collectives/mpi/mpi_call.h"
 #include "runtime/peer_watch.h"
-#include "runtime/start_fence.h"
+#include "runtime/world/start_fence.h"
 
 namespace kolo {
 namespace {

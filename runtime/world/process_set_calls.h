@@ -15,8 +15,8 @@
 // No rank touches its table or the admin communicator unless every rank made the same call, so
 // the tables stay equal and the MPI calls that follow on the admin communicator (the new set's
 // MPI_Comm_split) are made by every rank, in the same order.
-#ifndef KOLO_BINDINGS_C_PROCESS_SET_CALLS_H_
-#define KOLO_BINDINGS_C_PROCESS_SET_CALLS_H_
+#ifndef KOLO_RUNTIME_WORLD_PROCESS_SET_CALLS_H_
+#define KOLO_RUNTIME_WORLD_PROCESS_SET_CALLS_H_
 
 #include <string>
 #include <vector>
@@ -24,7 +24,7 @@
 #include "base/status.h"
 #include "runtime/runtime.h"
 
-namespace kolo::capi {
+namespace kolo {
 
 // The name of the all-gather; an application that used it itself would take part in it.
 inline constexpr char kProcessSetCallsName[] = "__kolo_process_set_calls";
@@ -58,6 +58,6 @@ std::string DescribeDifferences(const std::vector<ProcessSetCall>& calls);
 // lost peer, a shutdown).
 StatusOr<std::vector<ProcessSetCall>> ExchangeCalls(Runtime& global, const ProcessSetCall& mine);
 
-}  // namespace kolo::capi
+}  // namespace kolo
 
-#endif  // KOLO_BINDINGS_C_PROCESS_SET_CALLS_H_
+#endif  // KOLO_RUNTIME_WORLD_PROCESS_SET_CALLS_H_

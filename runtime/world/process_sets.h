@@ -1,8 +1,8 @@
 // The process sets behind kolo_add_process_set (Horovod's process sets): set 0 is the global
-// runtime (kolo_c.cc); every other set this rank belongs to has a Runtime of its own, over
+// runtime (world.h); every other set this rank belongs to has a Runtime of its own, over
 // communicators that span only its members, so its negotiation never waits on other ranks.
-#ifndef KOLO_BINDINGS_C_PROCESS_SETS_H_
-#define KOLO_BINDINGS_C_PROCESS_SETS_H_
+#ifndef KOLO_RUNTIME_WORLD_PROCESS_SETS_H_
+#define KOLO_RUNTIME_WORLD_PROCESS_SETS_H_
 
 #include <memory>
 #include <vector>
@@ -10,7 +10,7 @@
 #include "collectives/mpi/mpi_communicator.h"
 #include "runtime/runtime.h"
 
-namespace kolo::capi {
+namespace kolo {
 
 // Called by kolo_init with the world's admin communicator, the global runtime and the job's
 // cost model (a set's runtime uses it too: its links are a subset of the job's).
@@ -30,6 +30,6 @@ Status RemoveProcessSet(int id);
 // The set's world ranks, ascending.
 StatusOr<std::vector<int>> ProcessSetRanks(int id);
 
-}  // namespace kolo::capi
+}  // namespace kolo
 
-#endif  // KOLO_BINDINGS_C_PROCESS_SETS_H_
+#endif  // KOLO_RUNTIME_WORLD_PROCESS_SETS_H_

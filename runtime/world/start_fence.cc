@@ -1,4 +1,4 @@
-#include "runtime/start_fence.h"
+#include "runtime/world/start_fence.h"
 
 #include <cstdlib>
 #include <string>
