@@ -27,10 +27,7 @@ Non-contiguous tensors are accepted: out-of-place operations read a contiguous c
 ones work on a contiguous copy and copy the result back into the caller's tensor.
 """
 
-import itertools
 import sys
-import threading
-import warnings
 
 import torch
 from torch.utils import dlpack as _dlpack
@@ -45,6 +42,13 @@ from kolo.torch.basics import (  # noqa: F401 (re-exported: Horovod's mpi_ops ha
     cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled,
     is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
     nccl_built, rank, rocm_built, size, start_timeline, stop_timeline)
+from kolo.torch.handles import (  # noqa: F401 (kolo.torch's other modules use them from here)
+    _handle_map, _lock, _new_handle, _noname_counters, _orphan, _orphans, _register, poll,
+    synchronize)
+from kolo.torch.submission import (  # noqa: F401 (kolo.torch's other modules use them from here)
+    _as_tensor_list, _capsule, _check_disjoint, _check_tensor, _contiguous, _finish_in_place,
+    _group_ready_stream, _grouped_names, _memory_range, _ready_stream, _resolve_op, _submit,
+    _submit_all)
 from kolo.torch import process_sets as _process_sets
 from kolo.torch.process_sets import (  # noqa: F401 (re-exported: Horovod's mpi_ops has them)
     ProcessSet, _process_set_id, add_process_set, global_process_set, remove_process_set)
@@ -141,209 +145,7 @@ def is_homogeneous():
     return _homogeneous
 
 
-# ---- handles --------------------------------------------------------------------------------
-
-
-class _Pending(object):
-    __slots__ = ("handles", "keep", "finish")
-
-    def __init__(self, handles, keep, finish):
-        self.handles = handles  # kolo._kolo.Handle objects
-        self.keep = keep        # tensors that must live until the operation completes
-        self.finish = finish    # () -> the result, called after every handle succeeded
-
-
-_lock = threading.Lock()
-_handle_map = {}
-_orphans = []  # kolo handles of grouped submissions that failed half-way; dropped at shutdown
-_handle_counter = itertools.count(1)
-_noname_counters = {}  # process set id -> count of this rank's unnamed operations on it
-
-
-def _new_handle(prefix, name, process_set_id=0):
-    """A fresh int handle and the operation's full name."""
-    handle = next(_handle_counter)
-    if name is None:
-        with _lock:
-            counter = _noname_counters.setdefault(process_set_id, itertools.count(1))
-            return handle, "%s.noname.%d" % (prefix, next(counter))
-    return handle, "%s.%s" % (prefix, name)
-
-
-def _register(handle, kolo_handles, keep, finish):
-    with _lock:
-        _handle_map[handle] = _Pending(kolo_handles, keep, finish)
-    return handle
-
-
-def _orphan(kolo_handles, keep):
-    # Never drop a submitted operation's handle while it may still run: its destructor would
-    # block until completion. Keep it (and its tensors) until it is done or kolo shuts down.
-    with _lock:
-        _orphans[:] = [o for o in _orphans if not all(h.poll() for h in o[0])]
-        if kolo_handles:
-            _orphans.append((list(kolo_handles), keep))
-
-
-def poll(handle):
-    """True when the operation of ``handle`` has completed; synchronize() then returns at once.
-
-    Raises ValueError for a handle that was never returned or has been synchronized."""
-    with _lock:
-        pending = _handle_map.get(handle)
-    if pending is None:
-        raise ValueError("Handle %r was not created or has been cleared." % (handle,))
-    try:
-        return all(h.poll() for h in pending.handles)
-    except _k.KoloError:
-        # Another thread's synchronize() took the result meanwhile: it has completed.
-        return True
-
-
-def synchronize(handle):
-    """Waits for the operation of ``handle`` and returns its output: a tensor, or a tuple of
-    tensors for a grouped operation. Returns None for an unknown or already synchronized
-    handle, as Horovod does. Raises HorovodInternalError if the operation failed. A signal
-    handler's exception (KeyboardInterrupt on Ctrl-C) interrupts the wait promptly; the
-    operation goes on and ``handle`` can be synchronized again."""
-    with _lock:
-        pending = _handle_map.get(handle)
-    if pending is None:
-        return None
-    first_error = None
-    for h in pending.handles:  # wait for all, even after a failure: they use our tensors
-        try:
-            h.wait()
-        except _k.KoloError as e:
-            if first_error is None:
-                first_error = e
-    with _lock:
-        if _handle_map.pop(handle, None) is None:
-            return None  # another thread synchronized it meanwhile
-    if first_error is not None:
-        raise _internal_error(first_error) from first_error
-    try:
-        return pending.finish()
-    except _k.KoloError as e:
-        raise _internal_error(e) from e
-
-
-# ---- tensors --------------------------------------------------------------------------------
-
-
-def _check_tensor(tensor, what, set_id=None, names=None, cuda_ok=False):
-    """Refuses tensors kolo cannot take. With ``set_id``, a refusal is announced to the other
-    ranks (kolo_refuse_on), so their submissions of the same name (``names``: every member of a
-    group) fail with this reason instead of waiting for this rank. ``cuda_ok``: the operation
-    has a device path (every collective has), so CUDA tensors pass where kolo was built with
-    CUDA."""
-    try:
-        _check_tensor_locally(tensor, what, cuda_ok)
-    except (TypeError, UnsupportedTensorError) as e:
-        if set_id is not None:
-            op = what.split(" ", 1)[0].replace("grouped_", "")
-            for n in names if names is not None else [what.split("'", 2)[1]]:
-                try:
-                    _k.refuse(set_id, op, n, str(e))
-                except _k.KoloError:
-                    pass  # not initialised, or not a member: nobody waits for this rank
-        raise
-
-
-def _check_tensor_locally(tensor, what, cuda_ok=False):
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError("kolo %s: expected a torch.Tensor, got %s"
-                        % (what, type(tensor).__name__))
-    if tensor.layout != torch.strided:
-        raise UnsupportedTensorError(
-            "kolo %s: %s tensors are not supported, only dense (strided) ones"
-            % (what, tensor.layout))
-    if tensor.dtype not in _DTYPES:
-        raise UnsupportedTensorError(
-            "kolo %s: tensor dtype %s is not supported (supported: %s)"
-            % (what, tensor.dtype,
-               ", ".join(str(d).replace("torch.", "") for d in _DTYPES)))
-    if tensor.device.type == "cuda" and cuda_ok and _k.built_with_cuda():
-        return
-    if tensor.device.type != "cpu":
-        raise UnsupportedTensorError(
-            "kolo %s: the tensor is on %s; kolo.torch supports CPU tensors%s"
-            % (what, tensor.device,
-               " and CUDA tensors" if _k.built_with_cuda()
-               else " only (kolo was built without CUDA)"))
-
-
-def _capsule(tensor):
-    """A DLPack capsule of a contiguous CPU or CUDA tensor (bool exported as uint8: torch 1.13
-    has no DLPack bool)."""
-    t = tensor.detach()
-    if t.dtype == torch.bool:
-        t = t.view(torch.uint8)
-    return _dlpack.to_dlpack(t)
-
-
-def _contiguous(tensor):
-    return tensor if tensor.is_contiguous() else tensor.contiguous()
-
-
-def _finish_in_place(tensor, buf):
-    """The result step of an in-place operation that worked on ``buf``."""
-    if buf is tensor:
-        return lambda: tensor
-
-    def copy_back():
-        with torch.no_grad():
-            tensor.copy_(buf)
-        return tensor
-    return copy_back
-
-
-def _submit(fn, *args):
-    try:
-        return fn(*args)
-    except _k.KoloError as e:
-        raise _internal_error(e, at_submission=True) from e
-
-
-def _submit_all(submissions, keep):
-    """Submits several operations; if one is refused, the ones already submitted are kept
-    alive (see _orphan) and the error is raised."""
-    handles = []
-    try:
-        for fn, args in submissions:
-            handles.append(_submit(fn, *args))
-    except BaseException:
-        _orphan(handles, keep)
-        raise
-    return handles
-
-
-# ---- op / average ---------------------------------------------------------------------------
-
-
-def _resolve_op(op, average):
-    """Horovod's rule for the deprecated ``average`` argument."""
-    if op is not None:
-        if average is not None:
-            raise ValueError("The op parameter supersedes average. Please provide only one of "
-                             "them.")
-        return op
-    if average is not None:
-        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
-                      DeprecationWarning)
-        return Average if average else Sum
-    return Average
-
-
 # ---- allreduce ------------------------------------------------------------------------------
-
-
-def _ready_stream(tensor):
-    """The stream whose queued kernels write a CUDA ``tensor`` (the current stream of its
-    device, as a cudaStream_t integer): kolo waits for it before reading. 0 for CPU tensors."""
-    if tensor.device.type != "cuda":
-        return 0
-    return int(torch.cuda.current_stream(tensor.device).cuda_stream)
 
 
 def _allreduce_args(name, inp, out, op, prescale_factor, postscale_factor, process_set_id):
@@ -443,46 +245,6 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 
 
 # ---- grouped allreduce ----------------------------------------------------------------------
-
-
-def _group_ready_stream(inputs):
-    """The ready stream of a group (one for all its tensors: the current stream of the first
-    CUDA tensor's device; 0 when none is on CUDA)."""
-    for t in inputs:
-        if t.device.type == "cuda":
-            return _ready_stream(t)
-    return 0
-
-
-def _grouped_names(prefix, name, count, process_set_id=0):
-    handle, base = _new_handle(prefix, name, process_set_id)
-    return handle, ["%s.%d" % (base, i) for i in range(count)]
-
-
-def _as_tensor_list(tensors, what):
-    if isinstance(tensors, torch.Tensor):
-        raise TypeError("kolo %s: expected a list of tensors, got a single tensor" % what)
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("kolo %s: needs at least one tensor" % what)
-    return tensors
-
-
-def _memory_range(t):
-    """[first byte, last byte + 1) of the elements of ``t`` in its storage."""
-    extent = 1 + sum((d - 1) * s for d, s in zip(t.shape, t.stride()) if d > 0)
-    start = t.data_ptr()
-    return start, start + (extent if t.numel() else 0) * t.element_size()
-
-
-def _check_disjoint(tensors, what):
-    """In-place grouped operations reduce each tensor separately: a tensor listed twice, or
-    views that share elements, would be reduced twice (or not, depending on fusion)."""
-    ranges = sorted((_memory_range(t), i) for i, t in enumerate(tensors) if t.numel())
-    for ((_, end), i), ((start, _), j) in zip(ranges, ranges[1:]):
-        if start < end:
-            raise ValueError("kolo %s: tensors %d and %d share memory; an in-place grouped "
-                             "operation needs disjoint tensors" % (what, min(i, j), max(i, j)))
 
 
 def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, postscale_factor,

@@ -1,0 +1,94 @@
+"""kolo.torch's handles: the int a Horovod asynchronous function returns, the kolo handles
+behind it, the tensors they use and the step that makes the result, until ``synchronize``.
+Operation names too: Horovod's ``<op>.<name>``, or ``<op>.noname.<n>`` per process set."""
+
+import itertools
+import threading
+
+from kolo import _kolo as _k
+from kolo.torch.basics import _internal_error
+
+
+
+class _Pending(object):
+    __slots__ = ("handles", "keep", "finish")
+
+    def __init__(self, handles, keep, finish):
+        self.handles = handles  # kolo._kolo.Handle objects
+        self.keep = keep        # tensors that must live until the operation completes
+        self.finish = finish    # () -> the result, called after every handle succeeded
+
+
+_lock = threading.Lock()
+_handle_map = {}
+_orphans = []  # kolo handles of grouped submissions that failed half-way; dropped at shutdown
+_handle_counter = itertools.count(1)
+_noname_counters = {}  # process set id -> count of this rank's unnamed operations on it
+
+
+def _new_handle(prefix, name, process_set_id=0):
+    """A fresh int handle and the operation's full name."""
+    handle = next(_handle_counter)
+    if name is None:
+        with _lock:
+            counter = _noname_counters.setdefault(process_set_id, itertools.count(1))
+            return handle, "%s.noname.%d" % (prefix, next(counter))
+    return handle, "%s.%s" % (prefix, name)
+
+
+def _register(handle, kolo_handles, keep, finish):
+    with _lock:
+        _handle_map[handle] = _Pending(kolo_handles, keep, finish)
+    return handle
+
+
+def _orphan(kolo_handles, keep):
+    # Never drop a submitted operation's handle while it may still run: its destructor would
+    # block until completion. Keep it (and its tensors) until it is done or kolo shuts down.
+    with _lock:
+        _orphans[:] = [o for o in _orphans if not all(h.poll() for h in o[0])]
+        if kolo_handles:
+            _orphans.append((list(kolo_handles), keep))
+
+
+def poll(handle):
+    """True when the operation of ``handle`` has completed; synchronize() then returns at once.
+
+    Raises ValueError for a handle that was never returned or has been synchronized."""
+    with _lock:
+        pending = _handle_map.get(handle)
+    if pending is None:
+        raise ValueError("Handle %r was not created or has been cleared." % (handle,))
+    try:
+        return all(h.poll() for h in pending.handles)
+    except _k.KoloError:
+        # Another thread's synchronize() took the result meanwhile: it has completed.
+        return True
+
+
+def synchronize(handle):
+    """Waits for the operation of ``handle`` and returns its output: a tensor, or a tuple of
+    tensors for a grouped operation. Returns None for an unknown or already synchronized
+    handle, as Horovod does. Raises HorovodInternalError if the operation failed. A signal
+    handler's exception (KeyboardInterrupt on Ctrl-C) interrupts the wait promptly; the
+    operation goes on and ``handle`` can be synchronized again."""
+    with _lock:
+        pending = _handle_map.get(handle)
+    if pending is None:
+        return None
+    first_error = None
+    for h in pending.handles:  # wait for all, even after a failure: they use our tensors
+        try:
+            h.wait()
+        except _k.KoloError as e:
+            if first_error is None:
+                first_error = e
+    with _lock:
+        if _handle_map.pop(handle, None) is None:
+            return None  # another thread synchronized it meanwhile
+    if first_error is not None:
+        raise _internal_error(first_error) from first_error
+    try:
+        return pending.finish()
+    except _k.KoloError as e:
+        raise _internal_error(e) from e

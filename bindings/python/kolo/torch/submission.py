@@ -1,0 +1,167 @@
+"""What every kolo.torch submission does before it reaches kolo._kolo: refuse tensors kolo
+cannot take (and tell the peers, so they do not wait), hand contiguous tensors over as DLPack
+capsules, name the stream kolo waits for, resolve Horovod's ``op``/``average`` arguments, and
+keep what was submitted alive when a later submission of the same call is refused."""
+
+import warnings
+
+import torch
+from torch.utils import dlpack as _dlpack
+
+from kolo import _kolo as _k
+from kolo.torch.basics import (_DTYPES, Average, Sum, UnsupportedTensorError,
+                               _internal_error)
+from kolo.torch.handles import _new_handle, _orphan
+
+
+
+def _check_tensor(tensor, what, set_id=None, names=None, cuda_ok=False):
+    """Refuses tensors kolo cannot take. With ``set_id``, a refusal is announced to the other
+    ranks (kolo_refuse_on), so their submissions of the same name (``names``: every member of a
+    group) fail with this reason instead of waiting for this rank. ``cuda_ok``: the operation
+    has a device path (every collective has), so CUDA tensors pass where kolo was built with
+    CUDA."""
+    try:
+        _check_tensor_locally(tensor, what, cuda_ok)
+    except (TypeError, UnsupportedTensorError) as e:
+        if set_id is not None:
+            op = what.split(" ", 1)[0].replace("grouped_", "")
+            for n in names if names is not None else [what.split("'", 2)[1]]:
+                try:
+                    _k.refuse(set_id, op, n, str(e))
+                except _k.KoloError:
+                    pass  # not initialised, or not a member: nobody waits for this rank
+        raise
+
+
+def _check_tensor_locally(tensor, what, cuda_ok=False):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError("kolo %s: expected a torch.Tensor, got %s"
+                        % (what, type(tensor).__name__))
+    if tensor.layout != torch.strided:
+        raise UnsupportedTensorError(
+            "kolo %s: %s tensors are not supported, only dense (strided) ones"
+            % (what, tensor.layout))
+    if tensor.dtype not in _DTYPES:
+        raise UnsupportedTensorError(
+            "kolo %s: tensor dtype %s is not supported (supported: %s)"
+            % (what, tensor.dtype,
+               ", ".join(str(d).replace("torch.", "") for d in _DTYPES)))
+    if tensor.device.type == "cuda" and cuda_ok and _k.built_with_cuda():
+        return
+    if tensor.device.type != "cpu":
+        raise UnsupportedTensorError(
+            "kolo %s: the tensor is on %s; kolo.torch supports CPU tensors%s"
+            % (what, tensor.device,
+               " and CUDA tensors" if _k.built_with_cuda()
+               else " only (kolo was built without CUDA)"))
+
+
+def _capsule(tensor):
+    """A DLPack capsule of a contiguous CPU or CUDA tensor (bool exported as uint8: torch 1.13
+    has no DLPack bool)."""
+    t = tensor.detach()
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)
+    return _dlpack.to_dlpack(t)
+
+
+def _contiguous(tensor):
+    return tensor if tensor.is_contiguous() else tensor.contiguous()
+
+
+def _finish_in_place(tensor, buf):
+    """The result step of an in-place operation that worked on ``buf``."""
+    if buf is tensor:
+        return lambda: tensor
+
+    def copy_back():
+        with torch.no_grad():
+            tensor.copy_(buf)
+        return tensor
+    return copy_back
+
+
+def _submit(fn, *args):
+    try:
+        return fn(*args)
+    except _k.KoloError as e:
+        raise _internal_error(e, at_submission=True) from e
+
+
+def _submit_all(submissions, keep):
+    """Submits several operations; if one is refused, the ones already submitted are kept
+    alive (see _orphan) and the error is raised."""
+    handles = []
+    try:
+        for fn, args in submissions:
+            handles.append(_submit(fn, *args))
+    except BaseException:
+        _orphan(handles, keep)
+        raise
+    return handles
+
+
+# ---- op / average ---------------------------------------------------------------------------
+
+
+def _resolve_op(op, average):
+    """Horovod's rule for the deprecated ``average`` argument."""
+    if op is not None:
+        if average is not None:
+            raise ValueError("The op parameter supersedes average. Please provide only one of "
+                             "them.")
+        return op
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning)
+        return Average if average else Sum
+    return Average
+
+
+def _ready_stream(tensor):
+    """The stream whose queued kernels write a CUDA ``tensor`` (the current stream of its
+    device, as a cudaStream_t integer): kolo waits for it before reading. 0 for CPU tensors."""
+    if tensor.device.type != "cuda":
+        return 0
+    return int(torch.cuda.current_stream(tensor.device).cuda_stream)
+
+
+def _group_ready_stream(inputs):
+    """The ready stream of a group (one for all its tensors: the current stream of the first
+    CUDA tensor's device; 0 when none is on CUDA)."""
+    for t in inputs:
+        if t.device.type == "cuda":
+            return _ready_stream(t)
+    return 0
+
+
+def _grouped_names(prefix, name, count, process_set_id=0):
+    handle, base = _new_handle(prefix, name, process_set_id)
+    return handle, ["%s.%d" % (base, i) for i in range(count)]
+
+
+def _as_tensor_list(tensors, what):
+    if isinstance(tensors, torch.Tensor):
+        raise TypeError("kolo %s: expected a list of tensors, got a single tensor" % what)
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("kolo %s: needs at least one tensor" % what)
+    return tensors
+
+
+def _memory_range(t):
+    """[first byte, last byte + 1) of the elements of ``t`` in its storage."""
+    extent = 1 + sum((d - 1) * s for d, s in zip(t.shape, t.stride()) if d > 0)
+    start = t.data_ptr()
+    return start, start + (extent if t.numel() else 0) * t.element_size()
+
+
+def _check_disjoint(tensors, what):
+    """In-place grouped operations reduce each tensor separately: a tensor listed twice, or
+    views that share elements, would be reduced twice (or not, depending on fusion)."""
+    ranges = sorted((_memory_range(t), i) for i, t in enumerate(tensors) if t.numel())
+    for ((_, end), i), ((start, _), j) in zip(ranges, ranges[1:]):
+        if start < end:
+            raise ValueError("kolo %s: tensors %d and %d share memory; an in-place grouped "
+                             "operation needs disjoint tensors" % (what, min(i, j), max(i, j)))
