@@ -18,6 +18,7 @@
 #include <string>
 #include <utility>
 
+#include "collectives/nccl/nccl_supports.h"
 #include "kolo/config.h"
 #include "runtime/device_ops.h"
 
@@ -37,7 +38,7 @@ std::string DeviceReductionRefusal(DataType dtype, ReduceOp op) {
     return "Adasum of CUDA tensors is not supported (kolo's Adasum runs on host tensors: copy "
            "the tensor to the CPU)";
   }
-  if (dtype == DataType::kInt16 || dtype == DataType::kUInt16 || dtype == DataType::kBool) {
+  if (!NcclHasDtype(dtype)) {
     return "NCCL has no " + std::string(DataTypeName(dtype)) +
            " reduction, so CUDA tensors of it cannot be reduced (convert to int32, or reduce "
            "on the host)";

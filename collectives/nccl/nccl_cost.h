@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collectives/algorithm.h"
+#include "collectives/nccl/nccl_supports.h"
 
 namespace kolo {
 
@@ -18,15 +19,8 @@ inline Status SupportsNcclInput(const SelectionInput& in, std::string_view name)
   if (in.memory != MemoryKind::kCuda) {
     return UnimplementedError(std::string(name) + " runs on CUDA device buffers");
   }
-  if (in.op != ReduceOp::kSum && in.op != ReduceOp::kMin && in.op != ReduceOp::kMax &&
-      in.op != ReduceOp::kProduct) {
-    return UnimplementedError("NCCL has no such reduction");
-  }
-  if (in.dtype == DataType::kInt16 || in.dtype == DataType::kUInt16 ||
-      in.dtype == DataType::kBool) {
-    return UnimplementedError("NCCL has no " + std::string(DataTypeName(in.dtype)));
-  }
-  return Status::OK();
+  const std::string why = NcclSupports(in.dtype, in.op);
+  return why.empty() ? Status::OK() : UnimplementedError(why);
 }
 
 // Per byte of one step of NCCL's flat ring or tree: inside a node the GPU link; across nodes

@@ -7,10 +7,39 @@
 #include <vector>
 
 #include "collectives/nccl/nccl_plan.h"
+#include "collectives/nccl/nccl_supports.h"
+#include "kolo/config.h"
 #include "runtime/operations.h"
+#if KOLO_WITH_CUDA && KOLO_WITH_NCCL
+#include "collectives/nccl/nccl_lib.h"
+#endif
 
 namespace kolo {
 namespace {
+
+// What the selector and the submission checks believe NCCL can reduce is what the NCCL calls
+// can map: one table, NcclSupports.
+TEST(NcclSupports, AgreesWithTheNcclTypeAndOpMappings) {
+  for (int d = 0; d <= static_cast<int>(DataType::kBFloat16); ++d) {
+    const DataType dtype = static_cast<DataType>(d);
+    for (ReduceOp op : {ReduceOp::kAverage, ReduceOp::kSum, ReduceOp::kAdasum, ReduceOp::kMin,
+                        ReduceOp::kMax, ReduceOp::kProduct}) {
+      const std::string why = NcclSupports(dtype, op);
+      const bool small_int_or_bool = dtype == DataType::kInt16 || dtype == DataType::kUInt16 ||
+                                     dtype == DataType::kBool;
+      const bool nccl_op = op == ReduceOp::kSum || op == ReduceOp::kMin ||
+                           op == ReduceOp::kMax || op == ReduceOp::kProduct;
+      EXPECT_EQ(why.empty(), !small_int_or_bool && nccl_op) << DataTypeName(dtype) << " " << why;
+#if KOLO_WITH_CUDA && KOLO_WITH_NCCL
+      ncclDataType_t t;
+      ncclRedOp_t o;
+      EXPECT_EQ(why.empty(), NcclDataType(dtype, &t) && NcclRedOp(op, &o))
+          << DataTypeName(dtype) << " " << ReduceOpName(op);
+#endif
+    }
+  }
+  EXPECT_EQ(NcclSupports(DataType::kInt16, ReduceOp::kSum), "NCCL has no int16");
+}
 
 TEST(NcclPlan, PartOffsetsArePrefixSums) {
   EXPECT_EQ(PartOffsets({}), std::vector<size_t>({0}));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectives/cuda/device.h"
+#include "tests/harness/submission.h"
 #include "unit/thread_world.h"
 
 namespace kolo {
@@ -23,14 +24,8 @@ using testing::RunRuntimes;
 using testing::WaitFor;
 
 Submission Allreduce(const std::string& name, const void* in, void* out, int device) {
-  Submission s;
-  s.op = OpType::kAllreduce;
-  s.name = name;
-  s.input = in;
-  s.output = out;
-  s.dtype = DataType::kFloat32;
-  s.shape = {4};
-  s.reduce_op = ReduceOp::kSum;
+  Submission s =
+      testing::MakeSubmission(OpType::kAllreduce, name, in, out, DataType::kFloat32, {4});
   s.device = device;
   return s;
 }
@@ -101,13 +96,7 @@ TEST(RuntimeDevice, RanksOnDifferentGpusAgreeOnTheMemoryKind) {
 
 Submission OnDevice(OpType op, const std::string& name, const void* in, DataType dtype,
                     int device) {
-  Submission s;
-  s.op = op;
-  s.name = name;
-  s.input = in;
-  s.dtype = dtype;
-  s.shape = {4};
-  s.reduce_op = ReduceOp::kSum;
+  Submission s = testing::MakeSubmission(op, name, in, nullptr, dtype, {4});
   s.device = device;
   return s;
 }

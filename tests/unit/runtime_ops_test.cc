@@ -9,6 +9,7 @@
 
 #include "runtime/operations.h"
 #include "runtime/wire/wire.h"
+#include "tests/harness/submission.h"
 #include "unit/thread_world.h"
 #include "unit/typed_data.h"
 
@@ -27,24 +28,16 @@ using testing::FastConfig;
 
 Submission Reducescatter(const std::string& name, const void* in, DataType t,
                          std::vector<int64_t> shape, ReduceOp op) {
-  Submission s;
-  s.op = OpType::kReducescatter;
-  s.name = name;
-  s.input = in;
-  s.dtype = t;
-  s.shape = std::move(shape);
+  Submission s = testing::MakeSubmission(OpType::kReducescatter, name, in, nullptr, t,
+                                         std::move(shape));
   s.reduce_op = op;
   return s;
 }
 
 Submission Alltoall(const std::string& name, const void* in, DataType t,
                     std::vector<int64_t> shape, std::vector<int64_t> splits) {
-  Submission s;
-  s.op = OpType::kAlltoall;
-  s.name = name;
-  s.input = in;
-  s.dtype = t;
-  s.shape = std::move(shape);
+  Submission s = testing::MakeSubmission(OpType::kAlltoall, name, in, nullptr, t,
+                                         std::move(shape));
   s.splits = std::move(splits);
   return s;
 }

@@ -13,6 +13,7 @@
 
 #include "collectives/loopback/loopback_communicator.h"
 #include "runtime/runtime.h"
+#include "tests/harness/submission.h"
 
 namespace kolo::testing {
 
@@ -30,13 +31,8 @@ void RunOnThreadWorld(int ranks, std::string_view grouping,
 // A host all-reduce of `shape` elements of `dtype` from `in` into `out` (equal: in place).
 inline Submission HostAllreduce(std::string name, const void* in, void* out, DataType dtype,
                                 std::vector<int64_t> shape, ReduceOp op) {
-  Submission s;
-  s.op = OpType::kAllreduce;
-  s.name = std::move(name);
-  s.input = in;
-  s.output = out;
-  s.dtype = dtype;
-  s.shape = std::move(shape);
+  Submission s = MakeSubmission(OpType::kAllreduce, std::move(name), in, out, dtype,
+                                std::move(shape));
   s.reduce_op = op;
   return s;
 }

@@ -18,6 +18,7 @@
 
 #include "collectives/cuda/device.h"
 #include "runtime/trace_writer.h"
+#include "tests/harness/submission.h"
 #include "unit/thread_world.h"
 
 namespace kolo {
@@ -110,12 +111,7 @@ std::map<std::string, Row> CheckWellFormed(const json& trace) {
 }
 
 Submission Allreduce(const std::string& name, const float* in, float* out, int64_t count) {
-  Submission s;
-  s.name = name;
-  s.input = in;
-  s.output = out;
-  s.shape = {count};
-  return s;
+  return testing::MakeSubmission(OpType::kAllreduce, name, in, out, DataType::kFloat32, {count});
 }
 
 // Every rank submits `names` (count floats each), waits for them, and checks the sums.
@@ -146,12 +142,8 @@ void RunHalfAllreduces(Runtime& rt, const std::vector<std::string>& names, int64
   std::vector<std::vector<uint16_t>> out(names.size(), std::vector<uint16_t>(count, 0));
   std::vector<std::shared_ptr<Handle>> handles;
   for (size_t k = 0; k < names.size(); ++k) {
-    Submission s;
-    s.name = names[k];
-    s.input = in[k].data();
-    s.output = out[k].data();
-    s.dtype = DataType::kFloat16;
-    s.shape = {count};
+    const Submission s = testing::MakeSubmission(OpType::kAllreduce, names[k], in[k].data(),
+                                                 out[k].data(), DataType::kFloat16, {count});
     auto h = rt.Enqueue(s);
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     handles.push_back(*h);
