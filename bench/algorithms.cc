@@ -186,7 +186,7 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
                                                                        : std::string())));
   header.push_back("MPI_Allreduce as is (one call, no pieces); malloc variables: " +
                    (malloc_settings.empty()
-                        ? std::string("not set (Open MPI slows from 32 MiB, docs/machine.md 2)")
+                        ? std::string("not set (Open MPI slows from 32 MiB, docs/machine-notes.md 2)")
                         : malloc_settings));
   header.push_back("cost model: " + cost.source);
   header.push_back("time: per-call mean of a block of up to -n " + std::to_string(options.iters) +

@@ -1,6 +1,6 @@
 // What every part of kolo-bench shares: the bench's own MPI communicator, fatal errors that name
 // the rank, kolo status checks, timing helpers, and buffers that are allocated and first-touched
-// once (docs/machine.md: the first touch of fresh memory costs ~4 ms per MiB here, so a buffer
+// once (docs/machine-notes.md: the first touch of fresh memory costs ~4 ms per MiB here, so a buffer
 // touched inside a timed region would measure the kernel's page faults, not the collective).
 #ifndef KOLO_BENCH_HARNESS_H_
 #define KOLO_BENCH_HARNESS_H_

@@ -354,7 +354,7 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   if (!on_device && std::getenv("MALLOC_MMAP_MAX_") == nullptr) {
     report.Note(
         "malloc untuned: Open MPI's MPI_Allreduce allocates a message-sized temporary per "
-        "call and slows from 32 MiB here (docs/machine.md 2); for the tuned baseline "
+        "call and slows from 32 MiB here (docs/machine-notes.md 2); for the tuned baseline "
         "rerun with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 "
         "MALLOC_ARENA_MAX=1");
   }

@@ -2,7 +2,7 @@
 // Rabenseifner & Gropp 2005, sec. 4, and collectives/ALGORITHMS.md): sending n bytes over a
 // link costs alpha + n * beta, reducing n bytes costs n * gamma. Parameters are per link class
 // (point-to-point inside a node, between nodes) plus the host's memory costs that the
-// shared-memory algorithms pay. Defaults describe the machines in docs/machine.md; a tuning
+// shared-memory algorithms pay. Defaults describe the machines in docs/machine-notes.md; a tuning
 // file written by `kolo-bench --calibrate` (KOLO_TUNING_FILE) replaces them with measurements.
 //
 // Memory: copy_us and gamma_us are what a core pays on data in its caches (most messages up to

@@ -1,5 +1,5 @@
 // A persistent host buffer, allocated and touched once and then reused for every fused
-// all-reduce (first touch costs ~4 ms/MiB here, docs/machine.md 1). It holds one piece of a
+// all-reduce (first touch costs ~4 ms/MiB here, docs/machine-notes.md 1). It holds one piece of a
 // fused group at a time, so it is KOLO_FUSION_CHUNK_BYTES large and stays in cache.
 #ifndef KOLO_FUSION_FUSION_BUFFER_H_
 #define KOLO_FUSION_FUSION_BUFFER_H_

@@ -1,7 +1,7 @@
 // Groups compatible all-reduce Responses into fused ones, at the coordinator, so every rank
 // executes the same groups. Compatible = same dtype, reduce op, scale factors and device.
 //
-// Rules (docs/machine.md 5: one big packed buffer loses to per-tensor calls here, because
+// Rules (docs/machine-notes.md 5: one big packed buffer loses to per-tensor calls here, because
 // packing costs ~30% and big buffers fall out of cache):
 //  - a group holds at most `threshold_bytes` of tensor data (KOLO_FUSION_THRESHOLD); 0 = no
 //    fusion;

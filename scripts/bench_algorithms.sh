@@ -3,7 +3,7 @@
 # calibrates the cost model (kolo-bench --calibrate), then runs `kolo-bench -a all --check` with
 # that tuning file over 16 B .. 256 MiB, and draws busbw per algorithm to docs/algorithms-np{2,4}.png.
 # Tables, CSV rows and the tuning file stay under OUT. MPI_Allreduce runs as is (the malloc
-# variables of docs/machine.md 2 are not set here; set them in the environment to compare, the
+# variables of docs/machine-notes.md 2 are not set here; set them in the environment to compare, the
 # output header says which are set).
 #
 # Usage: scripts/bench_algorithms.sh [OUT]   (default OUT: /tmp/kolo-algorithms-<date>)

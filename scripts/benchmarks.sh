@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The measurements recorded in docs/benchmarks.md, in one run: the nccl-tests-style sweep and the
 # model replays at 2 and 4 ranks, MPI both without and with the malloc settings of
-# docs/machine.md 2, fusion on/off, Horovod's fixed cycle (KOLO_WAKE_ON_SUBMIT=0), the
+# docs/machine-notes.md 2, fusion on/off, Horovod's fixed cycle (KOLO_WAKE_ON_SUBMIT=0), the
 # negotiation's cost with and without the response cache, and autotune against a fixed sweep.
 # Every kolo-bench run interleaves its paths and keeps rows + JSON under OUT.
 #

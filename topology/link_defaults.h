@@ -47,7 +47,7 @@ double InterconnectGbps(std::string_view cpu_vendor, std::string_view cpu_model)
 
 // Host point-to-point between two ranks of one node through shared memory (MPI's
 // shared-memory transport, one core copying): 1.0 us and 5 GB/s as measured on this project's
-// reference machine (docs/machine.md, the same figures as CostModel's defaults).
+// reference machine (docs/machine-notes.md, the same figures as CostModel's defaults).
 // Across packages the copy also crosses the interconnect: the lower of the two rates, and
 // +0.5 us for the remote cache-line transfers of the flags (a cross-socket cache-to-cache
 // transfer is ~100-150 ns against ~40 ns inside a package, and a message takes a few).

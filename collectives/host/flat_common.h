@@ -37,7 +37,7 @@ inline size_t BlockOffset(size_t count, size_t blocks, size_t i) {
 }
 
 // A pointer to at least `bytes` bytes of `scratch`, growing it if needed; never shrinks, so a
-// steady workload allocates (and first-touches) once (docs/machine.md 1).
+// steady workload allocates (and first-touches) once (docs/machine-notes.md 1).
 char* GrowScratch(std::vector<char>* scratch, size_t bytes);
 
 // OK when ReduceInto can do in.op; kUnimplemented naming `algorithm` otherwise.

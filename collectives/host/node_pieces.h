@@ -39,7 +39,7 @@ constexpr size_t kDefaultNodePieceBytes = size_t{2} << 20;
 // these sizes: past them, every rank reading all p inputs (cache lines another core just wrote)
 // costs more than the barrier it saves. A barrier costs ~0.2 us when every rank has a core and
 // several us when ranks share cores (the waiter must yield to the peer it waits for), hence two
-// limits. Measured on the 2-vCPU machine (docs/machine.md), float32 sum, one-barrier vs
+// limits. Measured on the 2-vCPU machine (docs/machine-notes.md), float32 sum, one-barrier vs
 // two-barrier path, median of 7: 2 ranks 1 KiB 0.29 vs 0.35 us, 2 KiB 0.46 vs 0.44, 4 KiB 0.76
 // vs 0.71, 16 KiB 2.9 vs 2.7; 4 ranks 4 KiB 4.2 vs 6.1-7.7 us, 16 KiB 8.6 vs 9.4-11, 32 KiB
 // 15.3 vs 13.7-16.5, 64 KiB 28.5 vs 24-29.

@@ -1,7 +1,7 @@
 // Communicator over an MPI communicator that kolo owns (a dup, with MPI_ERRORS_RETURN).
 // Large calls are cut into pieces of at most `max_call_bytes`: MPI's int counts cap a call at
 // 2^31-1 elements, and Open MPI's all-reduce allocates a message-sized temporary per call,
-// which on fresh memory costs ~4 ms/MiB (docs/machine.md 1-2); 4-16 MiB pieces avoid both.
+// which on fresh memory costs ~4 ms/MiB (docs/machine-notes.md 1-2); 4-16 MiB pieces avoid both.
 #ifndef KOLO_COLLECTIVES_MPI_MPI_COMMUNICATOR_H_
 #define KOLO_COLLECTIVES_MPI_MPI_COMMUNICATOR_H_
 

@@ -53,7 +53,7 @@ class MpiBatch : public P2PBatch {
       KOLO_MPI_CALL(MPI_Testall(n, requests_.data(), &done, MPI_STATUSES_IGNORE));
       if (done) break;
       // Spinning keeps latency low when the peer is running; yielding lets it run when ranks
-      // share cores (docs/machine.md: 4 ranks on 2 cores).
+      // share cores (docs/machine-notes.md: 4 ranks on 2 cores).
       if (polls > 64) sched_yield();
       if ((polls & 1023) == 0) {
         const auto now = Clock::now();
