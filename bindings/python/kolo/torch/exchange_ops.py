@@ -78,7 +78,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     handle, full_name = _ops._new_handle("reducescatter", name, set_id)
     what = "reducescatter '%s'" % full_name
     _check_reduce_op(op, what, set_id, [full_name])
-    _ops._check_tensor(tensor, what, set_id, cuda_ok=True)
+    _ops._check_tensor(tensor, "reducescatter", full_name, set_id, cuda_ok=True)
     inp = _ops._contiguous(tensor)
     h = _ops._submit(_k.reducescatter_async, full_name, _ops._capsule(inp),
                      _ops._DTYPES[inp.dtype], int(op), float(prescale_factor),
@@ -122,7 +122,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     handle, names = _ops._grouped_names("reducescatter", name, len(tensors), set_id)
     _check_reduce_op(op, "grouped_reducescatter '%s'" % names[0], set_id, names)
     for t, n in zip(tensors, names):
-        _ops._check_tensor(t, "grouped_reducescatter '%s'" % n, set_id, names, cuda_ok=True)
+        _ops._check_tensor(t, "reducescatter", n, set_id, names, cuda_ok=True)
     inputs = [_ops._contiguous(t) for t in tensors]
     handles = _ops._submit(_k.grouped_async, "reducescatter", names,
                            [_ops._capsule(i) for i in inputs], [],
@@ -199,7 +199,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     set_id = _process_set_id(process_set, "alltoall")
     handle, full_name = _ops._new_handle("alltoall", name, set_id)
     what = "alltoall '%s'" % full_name
-    _ops._check_tensor(tensor, what, set_id, cuda_ok=True)
+    _ops._check_tensor(tensor, "alltoall", full_name, set_id, cuda_ok=True)
     inp = _ops._contiguous(tensor)
     if set_id != 0 and not _as_set(process_set).included():
         split_list = []  # the runtime refuses a non-member: its message, not one about splits

@@ -176,7 +176,7 @@ def allreduce_async(tensor, average=None, name=None, op=None,
     op = _resolve_op(op, average)
     set_id = _process_set_id(process_set, "allreduce")
     handle, full_name = _new_handle("allreduce", name, set_id)
-    _check_tensor(tensor, "allreduce '%s'" % full_name, set_id, cuda_ok=True)
+    _check_tensor(tensor, "allreduce", full_name, set_id, cuda_ok=True)
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
     fn, args = _allreduce_args(full_name, inp, out, op, prescale_factor, postscale_factor,
@@ -196,7 +196,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None,
     op = _resolve_op(op, average)
     set_id = _process_set_id(process_set, "allreduce")
     handle, full_name = _new_handle("allreduce", name, set_id)
-    _check_tensor(tensor, "allreduce '%s'" % full_name, set_id, cuda_ok=True)
+    _check_tensor(tensor, "allreduce", full_name, set_id, cuda_ok=True)
     buf = _contiguous(tensor)
     fn, args = _allreduce_args(full_name, buf, buf, op, prescale_factor, postscale_factor, set_id)
     h = _submit(fn, *args)
@@ -253,7 +253,7 @@ def _grouped_allreduce_async(tensors, in_place, op, name, prescale_factor, posts
     tensors = _as_tensor_list(tensors, "grouped_allreduce")
     handle, names = _grouped_names("allreduce", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
-        _check_tensor(t, "grouped_allreduce '%s'" % n, set_id, names, cuda_ok=True)
+        _check_tensor(t, "allreduce", n, set_id, names, cuda_ok=True)
     if in_place:
         _check_disjoint(tensors, "grouped_allreduce_")
     inputs = [_contiguous(t) for t in tensors]
@@ -408,7 +408,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     """
     set_id = _process_set_id(process_set, "allgather")
     handle, full_name = _new_handle("allgather", name, set_id)
-    _check_tensor(tensor, "allgather '%s'" % full_name, set_id, cuda_ok=True)
+    _check_tensor(tensor, "allgather", full_name, set_id, cuda_ok=True)
     inp = _contiguous(tensor)
     h = _submit(_k.allgather_async, full_name, _capsule(inp), _DTYPES[inp.dtype], set_id,
                 _ready_stream(inp))
@@ -456,7 +456,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     tensors = _as_tensor_list(tensors, "grouped_allgather")
     handle, names = _grouped_names("allgather", name, len(tensors), set_id)
     for t, n in zip(tensors, names):
-        _check_tensor(t, "grouped_allgather '%s'" % n, set_id, names, cuda_ok=True)
+        _check_tensor(t, "allgather", n, set_id, names, cuda_ok=True)
     inputs = [_contiguous(t) for t in tensors]
     handles = _submit(_k.grouped_async, "allgather", names, [_capsule(i) for i in inputs], [],
                       [_DTYPES[i.dtype] for i in inputs], 0, 1.0, 1.0, set_id,
@@ -535,7 +535,7 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
     """
     set_id = _process_set_id(process_set, "broadcast")
     handle, full_name = _new_handle("broadcast", name, set_id)
-    _check_tensor(tensor, "broadcast '%s'" % full_name, set_id, cuda_ok=True)
+    _check_tensor(tensor, "broadcast", full_name, set_id, cuda_ok=True)
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
     h = _submit_broadcast(full_name, inp, out, root_rank, process_set, set_id)
@@ -550,7 +550,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
     """
     set_id = _process_set_id(process_set, "broadcast")
     handle, full_name = _new_handle("broadcast", name, set_id)
-    _check_tensor(tensor, "broadcast '%s'" % full_name, set_id, cuda_ok=True)
+    _check_tensor(tensor, "broadcast", full_name, set_id, cuda_ok=True)
     buf = _contiguous(tensor)
     h = _submit_broadcast(full_name, buf, buf, root_rank, process_set, set_id)
     return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))

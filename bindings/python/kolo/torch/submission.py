@@ -15,18 +15,19 @@ from kolo.torch.handles import _new_handle, _orphan
 
 
 
-def _check_tensor(tensor, what, set_id=None, names=None, cuda_ok=False):
-    """Refuses tensors kolo cannot take. With ``set_id``, a refusal is announced to the other
-    ranks (kolo_refuse_on), so their submissions of the same name (``names``: every member of a
-    group) fail with this reason instead of waiting for this rank. ``cuda_ok``: the operation
-    has a device path (every collective has), so CUDA tensors pass where kolo was built with
-    CUDA."""
+def _check_tensor(tensor, op, name, set_id=None, names=None, cuda_ok=False):
+    """Refuses tensors kolo cannot take, for operation ``op`` ("allreduce", ...) of ``name``.
+    With ``set_id``, a refusal is announced to the other ranks (kolo_refuse_on), so their
+    submissions of the same name (``names``: every member of a group, whose message then says
+    "grouped_<op>") fail with this reason instead of waiting for this rank. ``cuda_ok``: the
+    operation has a device path (every collective has), so CUDA tensors pass where kolo was
+    built with CUDA."""
+    what = "%s%s '%s'" % ("grouped_" if names is not None else "", op, name)
     try:
         _check_tensor_locally(tensor, what, cuda_ok)
     except (TypeError, UnsupportedTensorError) as e:
         if set_id is not None:
-            op = what.split(" ", 1)[0].replace("grouped_", "")
-            for n in names if names is not None else [what.split("'", 2)[1]]:
+            for n in names if names is not None else [name]:
                 try:
                     _k.refuse(set_id, op, n, str(e))
                 except _k.KoloError:
