@@ -21,31 +21,19 @@ using kolo::capi::LastError;
 
 namespace {
 
-// After Fail(): tells set `process_set`'s coordinator that this rank refused `name`, so the
-// peers' same name fails naming this rank instead of waiting for it (Runtime::Refuse). The
-// reason is LastError() without its "<op> '<name>': " prefix. Returns `code`.
-kolo_status_t Announce(int process_set, kolo::OpType op, const char* name, kolo_status_t code) {
-  if (!name || !*name) return code;
+// A submission this layer refuses: this rank's error is "<label>: <why>", and set
+// `process_set`'s coordinator hears that this rank refused each of `names` because of `why`, so
+// the peers' submissions of them fail naming this rank instead of waiting for it
+// (Runtime::Refuse). Returns why's code.
+kolo_status_t Refuse(int process_set, kolo::OpType op, const std::string& label,
+                     const std::vector<const char*>& names, const kolo::Status& why) {
+  const kolo_status_t code = Fail(kolo::Status(why.code(), label + ": " + why.message()));
   kolo::Status unused;
   auto runtime = kolo::ProcessSetRuntime(process_set, "", &unused);
-  if (!runtime) return code;
-  const std::string quoted = std::string("'") + name + "': ";
-  const size_t at = LastError().find(quoted);
-  // A reserved name cannot be announced; the refusal itself was already reported.
-  (void)runtime->Refuse(op, name, at == std::string::npos ? LastError()
-                                                        : LastError().substr(at + quoted.size()));
-  return code;
-}
-
-// Announce() for every named member of a group this layer refused: the peers' group fails.
-kolo_status_t AnnounceGroup(int process_set, kolo::OpType op, int count, const char* const* names,
-                            kolo_status_t code) {
-  const std::string why = LastError();
-  for (int i = 0; names && i < count; ++i) {
-    LastError() = why;
-    Announce(process_set, op, names[i], code);
+  for (const char* name : names) {
+    // A reserved name cannot be announced; the refusal itself was already reported.
+    if (runtime && name && *name) (void)runtime->Refuse(op, name, why.message());
   }
-  LastError() = why;
   return code;
 }
 
@@ -61,11 +49,10 @@ kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
                                            ": name is NULL or empty"));
   }
   if (ndim < 0 || ndim > KOLO_MAX_DIMS || (ndim > 0 && !shape)) {
-    return Announce(process_set, sub.op, sub.name.c_str(),
-                    Fail(kolo::InvalidArgumentError(
-                        kolo::OpLabel(sub.op, sub.name) + ": ndim " +
-                        std::to_string(ndim) + " outside [0, " + std::to_string(KOLO_MAX_DIMS) +
-                        "] or shape is NULL")));
+    return Refuse(process_set, sub.op, kolo::OpLabel(sub.op, sub.name), {sub.name.c_str()},
+                  kolo::InvalidArgumentError("ndim " + std::to_string(ndim) + " outside [0, " +
+                                             std::to_string(KOLO_MAX_DIMS) +
+                                             "] or shape is NULL"));
   }
   sub.shape.assign(shape, shape + ndim);
   kolo::Status why;
@@ -90,27 +77,22 @@ kolo::Submission NewSubmission(kolo::OpType op, const char* name, const void* in
   return sub;
 }
 
-kolo_status_t CheckReduceOp(int op, const char* what, const char* name) {
-  if (kolo::IsValidReduceOp(op)) return KOLO_SUCCESS;
-  return Fail(kolo::InvalidArgumentError(std::string(what) + " '" + (name ? name : "") +
-                                         "': unknown reduce op " + std::to_string(op)));
+kolo::Status CheckReduceOp(int op) {
+  if (kolo::IsValidReduceOp(op)) return kolo::Status::OK();
+  return kolo::InvalidArgumentError("unknown reduce op " + std::to_string(op));
 }
 
-kolo_status_t CheckDtype(int dtype, const char* name) {
-  if (!kolo::IsValidDataType(dtype)) {
-    return Fail(kolo::InvalidArgumentError(std::string("'") + (name ? name : "") +
-                                           "': unknown dtype " + std::to_string(dtype)));
-  }
-  return KOLO_SUCCESS;
+kolo::Status CheckDtype(int dtype) {
+  if (kolo::IsValidDataType(dtype)) return kolo::Status::OK();
+  return kolo::InvalidArgumentError("unknown dtype " + std::to_string(dtype));
 }
 
 // A binding's `device` (kolo.h, KOLO_DEVICE_*): detect, host, or a CUDA ordinal.
-kolo_status_t CheckDevice(int device, const char* what, const char* name) {
-  if (device >= KOLO_DEVICE_DETECT) return KOLO_SUCCESS;
-  return Fail(kolo::InvalidArgumentError(std::string(what) + " '" + (name ? name : "") +
-                                         "': device " + std::to_string(device) +
-                                         " is none of KOLO_DEVICE_DETECT, KOLO_DEVICE_HOST or a "
-                                         "CUDA ordinal"));
+kolo::Status CheckDevice(int device) {
+  if (device >= KOLO_DEVICE_DETECT) return kolo::Status::OK();
+  return kolo::InvalidArgumentError("device " + std::to_string(device) +
+                                    " is none of KOLO_DEVICE_DETECT, KOLO_DEVICE_HOST or a "
+                                    "CUDA ordinal");
 }
 
 // An enum field of the caller's struct, read as its integer: a caller's out-of-range code must
@@ -169,19 +151,16 @@ kolo_status_t CollectiveOf(const kolo_op_args_t& a, const char* what, kolo::OpTy
   return KOLO_SUCCESS;
 }
 
-// Everything of one tensor but the shape and the runtime: the codes and the fields.
-kolo_status_t Describe(const kolo_op_args_t& a, kolo::OpType op, kolo::Submission* sub) {
-  const char* name = a.name ? a.name : "";
-  const std::string op_name(kolo::OpTypeName(op));
-  if (kolo_status_t s = CheckDtype(RawCode(a.dtype), name)) return s;
-  if (Reduces(op)) {
-    if (kolo_status_t s = CheckReduceOp(RawCode(a.reduce_op), op_name.c_str(), name)) return s;
-  }
-  if (kolo_status_t s = CheckDevice(a.device, op_name.c_str(), name)) return s;
+// Everything of one tensor but the shape and the runtime: the codes and the fields. A refusal
+// is why, without the operation's label.
+kolo::Status Describe(const kolo_op_args_t& a, kolo::OpType op, kolo::Submission* sub) {
+  KOLO_RETURN_IF_ERROR(CheckDtype(RawCode(a.dtype)));
+  if (Reduces(op)) KOLO_RETURN_IF_ERROR(CheckReduceOp(RawCode(a.reduce_op)));
+  KOLO_RETURN_IF_ERROR(CheckDevice(a.device));
   const std::string unread = UnreadFieldSet(op, a);
   if (!unread.empty()) {
-    return Fail(kolo::InvalidArgumentError(kolo::OpLabel(op, name) + ": " + unread +
-                                           " is set, which " + op_name + " does not read"));
+    return kolo::InvalidArgumentError(unread + " is set, which " +
+                                      std::string(kolo::OpTypeName(op)) + " does not read");
   }
   *sub = NewSubmission(op, a.name, a.input, static_cast<kolo_dtype_t>(RawCode(a.dtype)));
   sub->output = a.output;
@@ -193,15 +172,15 @@ kolo_status_t Describe(const kolo_op_args_t& a, kolo::OpType op, kolo::Submissio
   sub->root = a.root_rank;
   sub->device = a.device;
   sub->ready_stream = a.cuda_stream;
-  return KOLO_SUCCESS;
+  return kolo::Status::OK();
 }
 
 
 // kolo_submit_group after its checks: `group` holds each member's Submission but its shape,
 // `members` the caller's fields. Checks names and shapes and enqueues the group.
 kolo_status_t SubmitGroup(kolo::OpType op, const std::vector<kolo_op_args_t>& members,
-                          std::vector<kolo::Submission> group, const char* const* names,
-                          kolo_handle_t* handles) {
+                          std::vector<kolo::Submission> group,
+                          const std::vector<const char*>& names, kolo_handle_t* handles) {
   const int process_set = members[0].process_set_id;
   const int count = static_cast<int>(members.size());
   const std::string what = "grouped " + std::string(kolo::OpTypeName(op));
@@ -211,11 +190,11 @@ kolo_status_t SubmitGroup(kolo::OpType op, const std::vector<kolo_op_args_t>& me
     if (sub.name.empty() || m.ndim < 0 || m.ndim > KOLO_MAX_DIMS || (m.ndim > 0 && !m.shape)) {
       // A member refused here refuses the group, announced for every named member (as
       // Runtime::EnqueueGroup does), so the peers' group fails instead of waiting.
-      return AnnounceGroup(process_set, op, count, names,
-                           Fail(kolo::InvalidArgumentError(
-                               what + ": tensor " + std::to_string(i) + " ('" + sub.name +
-                               "'): empty name, ndim " + std::to_string(m.ndim) + " outside [0, " +
-                               std::to_string(KOLO_MAX_DIMS) + "] or shape is NULL")));
+      return Refuse(process_set, op, what, names,
+                    kolo::InvalidArgumentError(
+                        "tensor " + std::to_string(i) + " ('" + sub.name + "'): empty name, ndim " +
+                        std::to_string(m.ndim) + " outside [0, " + std::to_string(KOLO_MAX_DIMS) +
+                        "] or shape is NULL"));
     }
     sub.shape.assign(m.shape, m.shape + m.ndim);
   }
@@ -285,8 +264,9 @@ kolo_status_t kolo_submit(const kolo_op_args_t* args, kolo_handle_t* handle) {
   kolo::OpType op;
   if (kolo_status_t s = CollectiveOf(a, "kolo_submit", &op)) return s;
   kolo::Submission sub;
-  if (kolo_status_t s = Describe(a, op, &sub)) {
-    return Announce(a.process_set_id, op, a.name, s);
+  const kolo::Status why = Describe(a, op, &sub);
+  if (!why.ok()) {
+    return Refuse(a.process_set_id, op, kolo::OpLabel(op, a.name ? a.name : ""), {a.name}, why);
   }
   return Submit(std::move(sub), a.ndim, a.shape, handle,
                 op == kolo::OpType::kAlltoall ? a.splits : nullptr, a.process_set_id);
@@ -310,9 +290,9 @@ kolo_status_t kolo_submit_group(const kolo_op_args_t* args, int count, kolo_hand
   const std::string what = "grouped " + std::string(kolo::OpTypeName(op));
   if (op != kolo::OpType::kAllreduce && op != kolo::OpType::kAllgather &&
       op != kolo::OpType::kReducescatter) {
-    return AnnounceGroup(first.process_set_id, op, count, names.data(),
-                         Fail(kolo::InvalidArgumentError(
-                             what + ": only allreduce, allgather and reducescatter are grouped")));
+    return Refuse(first.process_set_id, op, what, names,
+                  kolo::InvalidArgumentError(
+                      "only allreduce, allgather and reducescatter are grouped"));
   }
   for (int i = 1; i < count; ++i) {
     const kolo_op_args_t& m = members[static_cast<size_t>(i)];
@@ -326,21 +306,22 @@ kolo_status_t kolo_submit_group(const kolo_op_args_t* args, int count, kolo_hand
         : m.cuda_stream != first.cuda_stream ? "cuda_stream"
                                              : nullptr;
     if (differs) {
-      return AnnounceGroup(first.process_set_id, op, count, names.data(),
-                           Fail(kolo::InvalidArgumentError(
-                               what + ": member " + std::to_string(i) + " ('" +
-                               (m.name ? m.name : "") + "') differs from member 0 in its " +
-                               differs)));
+      return Refuse(first.process_set_id, op, what, names,
+                    kolo::InvalidArgumentError("member " + std::to_string(i) + " ('" +
+                                               (m.name ? m.name : "") +
+                                               "') differs from member 0 in its " + differs));
     }
   }
   std::vector<kolo::Submission> described(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     const kolo_op_args_t& m = members[static_cast<size_t>(i)];
-    if (kolo_status_t s = Describe(m, op, &described[static_cast<size_t>(i)])) {
-      return AnnounceGroup(first.process_set_id, op, count, names.data(), s);
+    const kolo::Status why = Describe(m, op, &described[static_cast<size_t>(i)]);
+    if (!why.ok()) {
+      return Refuse(first.process_set_id, op, kolo::OpLabel(op, m.name ? m.name : ""), names,
+                    why);
     }
   }
-  return SubmitGroup(op, members, std::move(described), names.data(), handles);
+  return SubmitGroup(op, members, std::move(described), names, handles);
 }
 
 // ---- the functions of kolo.h that take an operation as parameters: each fills the fields ----
