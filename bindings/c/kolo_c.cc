@@ -5,6 +5,8 @@
 // alive until it returns).
 #include <mpi.h>
 
+#include <cstddef>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,22 +45,55 @@ kolo_status_t Started(kolo::StatusOr<std::shared_ptr<kolo::Runtime>> runtime) {
 
 extern "C" {
 
-kolo_status_t kolo_init(void) {
+kolo_status_t kolo_init_with_config(const kolo_init_config_t* config) {
   kolo::capi::LastError().clear();
+  // The first version of the struct ends with start_timeout_seconds.
+  constexpr size_t kFirstSize = offsetof(kolo_init_config_t, start_timeout_seconds) + sizeof(double);
+  if (!config || config->size < kFirstSize || config->size > sizeof(kolo_init_config_t)) {
+    return Fail(kolo::InvalidArgumentError(
+        "kolo_init_with_config: config is NULL or its size " +
+        std::to_string(config ? config->size : 0) + " is not one this library knows (" +
+        std::to_string(kFirstSize) + " to " + std::to_string(sizeof(kolo_init_config_t)) +
+        "); start from KOLO_INIT_CONFIG_INIT"));
+  }
+  kolo_init_config_t c = KOLO_INIT_CONFIG_INIT;
+  std::memcpy(&c, config, config->size);
+  if (c.nranks < 0 || (c.nranks > 0 && !c.ranks)) {
+    return Fail(kolo::InvalidArgumentError("kolo_init: nranks " + std::to_string(c.nranks) +
+                                           " is negative or ranks is NULL"));
+  }
+  // NaN compares false both ways: refused with the values over the limit.
+  if (!(c.start_timeout_seconds < 0 || c.start_timeout_seconds <= 1e6)) {
+    return Fail(kolo::InvalidArgumentError(
+        "kolo_init: start_timeout_seconds " + std::to_string(c.start_timeout_seconds) +
+        " is not a number of seconds in [0, 1000000] (or < 0 for KOLO_START_TIMEOUT)"));
+  }
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_runtime) return KOLO_SUCCESS;
-  return Started(kolo::StartWorld(OnMpiFinalize));
+  if (c.nranks == 0) return Started(kolo::StartWorld(OnMpiFinalize, c.start_timeout_seconds));
+  return Started(kolo::StartWorldOnRanks(std::vector<int>(c.ranks, c.ranks + c.nranks),
+                                         OnMpiFinalize, c.start_timeout_seconds));
+}
+
+kolo_status_t kolo_init(void) {
+  const kolo_init_config_t config = KOLO_INIT_CONFIG_INIT;
+  return kolo_init_with_config(&config);
 }
 
 kolo_status_t kolo_init_ranks(const int* ranks, int nranks) {
   kolo::capi::LastError().clear();
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_runtime) return KOLO_SUCCESS;
   if (nranks < 0 || (nranks > 0 && !ranks)) {
     return Fail(kolo::InvalidArgumentError("kolo_init_ranks: nranks " + std::to_string(nranks) +
                                            " is negative or ranks is NULL"));
   }
-  return Started(kolo::StartWorldOnRanks(std::vector<int>(ranks, ranks + nranks), OnMpiFinalize));
+  // An empty list is no list (kolo_init_with_config would take it for every rank).
+  if (nranks == 0) {
+    return Fail(kolo::InvalidArgumentError("kolo_init_ranks: the list of ranks is empty"));
+  }
+  kolo_init_config_t config = KOLO_INIT_CONFIG_INIT;
+  config.ranks = ranks;
+  config.nranks = nranks;
+  return kolo_init_with_config(&config);
 }
 
 kolo_status_t kolo_init_comm(MPI_Comm comm) {

@@ -52,9 +52,11 @@ CostModel JobCostModel(MPI_Comm comm, const NodeMap& map, const Config& config,
   return cost;
 }
 
-// KOLO_START_TIMEOUT, read before MPI starts; a malformed configuration is reported by StartOn
-// (every rank then fails together), so here it means the default.
-double StartTimeout() {
+// The start timeout: the caller's when it gave one (>= 0), else KOLO_START_TIMEOUT, read before
+// MPI starts; a malformed configuration is reported by StartOn (every rank then fails
+// together), so here it means the default.
+double StartTimeout(double given = -1) {
+  if (given >= 0) return given;
   auto parsed = ConfigFromEnvironment();
   return parsed.ok() ? parsed->start_timeout_seconds : Config{}.start_timeout_seconds;
 }
@@ -161,18 +163,20 @@ StatusOr<std::shared_ptr<Runtime>> StartOn(MPI_Comm base, void (*on_mpi_finalize
 
 }  // namespace
 
-StatusOr<std::shared_ptr<Runtime>> StartWorld(void (*on_mpi_finalize)()) {
-  KOLO_RETURN_IF_ERROR(EnsureMpi(StartTimeout()));
+StatusOr<std::shared_ptr<Runtime>> StartWorld(void (*on_mpi_finalize)(),
+                                              double start_timeout_seconds) {
+  KOLO_RETURN_IF_ERROR(EnsureMpi(StartTimeout(start_timeout_seconds)));
   return StartOn(MPI_COMM_WORLD, on_mpi_finalize);
 }
 
 StatusOr<std::shared_ptr<Runtime>> StartWorldOnRanks(const std::vector<int>& ranks,
-                                                     void (*on_mpi_finalize)()) {
+                                                     void (*on_mpi_finalize)(),
+                                                     double start_timeout_seconds) {
   // The listed ranks meet (when MPI has started; MPI_Init needs every rank of the job).
   std::vector<int> listed = ranks;
   std::sort(listed.begin(), listed.end());
   listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
-  KOLO_RETURN_IF_ERROR(EnsureMpi(StartTimeout(), listed));
+  KOLO_RETURN_IF_ERROR(EnsureMpi(StartTimeout(start_timeout_seconds), listed));
   KOLO_ASSIGN_OR_RETURN(MPI_Comm base, CommOfWorldRanks(ranks));
   auto started = StartOn(base, on_mpi_finalize);
   MPI_Comm_free(&base);

@@ -18,10 +18,14 @@ namespace kolo {
 
 // kolo on every rank of MPI_COMM_WORLD; MPI_Init_thread when the application has not started
 // MPI. `on_mpi_finalize` runs when the application finalises MPI before stopping kolo.
-StatusOr<std::shared_ptr<Runtime>> StartWorld(void (*on_mpi_finalize)());
+// `start_timeout_seconds`: how long the ranks wait for each other at the start; < 0 means
+// KOLO_START_TIMEOUT's.
+StatusOr<std::shared_ptr<Runtime>> StartWorld(void (*on_mpi_finalize)(),
+                                              double start_timeout_seconds = -1);
 // kolo on the listed MPI_COMM_WORLD ranks, in that order (kolo_init_ranks).
 StatusOr<std::shared_ptr<Runtime>> StartWorldOnRanks(const std::vector<int>& ranks,
-                                                     void (*on_mpi_finalize)());
+                                                     void (*on_mpi_finalize)(),
+                                                     double start_timeout_seconds = -1);
 // kolo on the application's communicator (kolo_init_comm): an intracommunicator, not
 // MPI_COMM_NULL; kolo keeps dups of it, never `comm` itself.
 StatusOr<std::shared_ptr<Runtime>> StartWorldOnComm(MPI_Comm comm, void (*on_mpi_finalize)());

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,12 @@ std::vector<int> MembersOnMyNode(const std::vector<int>& members) {
   return out;
 }
 
+std::vector<int> AllWorldRanks() {
+  std::vector<int> ranks(static_cast<size_t>(WorldSize()));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return ranks;
+}
+
 TEST_F(InitSubsetTest, RanksInTheOrderGivenAndTheOthersFailAtOnce) {
   // The last world rank and rank 0, in that order: kolo rank 0 is world rank size-1.
   const int last = WorldSize() - 1;
@@ -135,6 +142,52 @@ TEST_F(InitSubsetTest, InvalidListsFailOnEveryRankWithoutWaiting) {
     EXPECT_EQ(kolo_is_initialized(), 0);
   }
   EXPECT_EQ(kolo_init_ranks(nullptr, 2), KOLO_ERR_INVALID_ARGUMENT);
+}
+
+// kolo_init_with_config: the defaults start on every rank; a list starts on those ranks, as
+// kolo_init_ranks; what the struct cannot mean is refused on every rank without waiting.
+TEST_F(InitSubsetTest, InitWithConfigFields) {
+  kolo_init_config_t config = KOLO_INIT_CONFIG_INIT;
+  config.start_timeout_seconds = 20;
+  ASSERT_EQ(kolo_init_with_config(&config), KOLO_SUCCESS) << LastError();
+  EXPECT_EQ(kolo_size(), WorldSize());
+  EXPECT_EQ(kolo_rank(), WorldRank());
+  ExpectSubsetAllreduce(AllWorldRanks(), "every");
+  kolo_shutdown();
+  WorldBarrier();
+
+  const int last = WorldSize() - 1;
+  const std::vector<int> members = {last, 0};
+  kolo_init_config_t listed = KOLO_INIT_CONFIG_INIT;
+  listed.ranks = members.data();
+  listed.nranks = 2;
+  const kolo_status_t s = kolo_init_with_config(&listed);
+  if (WorldRank() == 0 || WorldRank() == last) {
+    ASSERT_EQ(s, KOLO_SUCCESS) << LastError();
+    EXPECT_EQ(kolo_size(), 2);
+    EXPECT_EQ(kolo_rank(), WorldRank() == last ? 0 : 1);
+    ExpectSubsetAllreduce(members, "listed");
+  } else {
+    EXPECT_EQ(s, KOLO_ERR_INVALID_ARGUMENT);
+  }
+  kolo_shutdown();
+  WorldBarrier();
+
+  const auto start = Clock::now();
+  EXPECT_EQ(kolo_init_with_config(nullptr), KOLO_ERR_INVALID_ARGUMENT);
+  kolo_init_config_t bad = KOLO_INIT_CONFIG_INIT;
+  bad.size = 4;
+  EXPECT_EQ(kolo_init_with_config(&bad), KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("size 4"), std::string::npos) << LastError();
+  bad = KOLO_INIT_CONFIG_INIT;
+  bad.nranks = 2;
+  EXPECT_EQ(kolo_init_with_config(&bad), KOLO_ERR_INVALID_ARGUMENT);
+  bad = KOLO_INIT_CONFIG_INIT;
+  bad.start_timeout_seconds = 1e9;
+  EXPECT_EQ(kolo_init_with_config(&bad), KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("start_timeout_seconds"), std::string::npos) << LastError();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(kolo_is_initialized(), 0);
 }
 
 TEST_F(InitSubsetTest, CommIsDuplicatedAndItsRanksAreKolos) {
