@@ -398,12 +398,16 @@ TEST(CollectivesTestUtil, FloatConvertersRoundToNearestEven) {
   EXPECT_EQ(DoubleToHalf(std::ldexp(1.0, -25)), 0x0000);     // tie -> 0 (even)
   EXPECT_EQ(DoubleToHalf(std::ldexp(3.0, -25)), 0x0002);     // tie -> 2 (even)
   EXPECT_EQ(DoubleToHalf(std::ldexp(1023.5, -24)), 0x0400);  // rounds up into the normals
-  EXPECT_EQ(HalfToDouble(0x3555), 0.333251953125);
-  EXPECT_EQ(HalfToDouble(0x0001), std::ldexp(1.0, -24));
+  // 0x3555: exponent field 13 (2^-2), mantissa 0x155 = 341: (1024 + 341) / 1024 * 2^-2, the
+  // half nearest 1/3.
+  EXPECT_EQ(HalfToDouble(0x3555), std::ldexp(1024.0 + 0x155, -2 - 10));
+  EXPECT_EQ(HalfToDouble(0x0001), std::ldexp(1.0, -24));  // 1 x 2^-14 / 1024: smallest subnormal
   EXPECT_EQ(DoubleToBfloat16(1.0), 0x3f80);
   EXPECT_EQ(DoubleToBfloat16(257.0), 0x4380);  // tie -> 256 (even)
   EXPECT_EQ(DoubleToBfloat16(259.0), 0x4382);  // tie -> 260 (even)
-  EXPECT_EQ(Bfloat16ToDouble(0x4049), 3.140625);
+  // 0x4049: exponent field 128 (2^1), mantissa 0x49 = 73: (128 + 73) / 128 * 2, the bfloat16
+  // nearest pi.
+  EXPECT_EQ(Bfloat16ToDouble(0x4049), std::ldexp(128.0 + 0x49, 1 - 7));
   uint64_t x = 12345;
   for (int i = 0; i < 20000; ++i) {
     x = x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -414,7 +418,8 @@ TEST(CollectivesTestUtil, FloatConvertersRoundToNearestEven) {
     std::memcpy(&bits, &f, 4);
     ASSERT_EQ(EncodeBinaryFloat(d, 8, 23), bits) << d;
     ASSERT_EQ(DecodeBinaryFloat(bits, 8, 23), static_cast<double>(f)) << d;
-    // Round trip through half for values representable in it.
+    // Round trip through half for every finite half the value rounds to (infinities and NaN
+    // are left out: they do not round-trip to the same bits by value).
     const uint16_t h = DoubleToHalf(d);
     if ((h & 0x7c00) != 0x7c00) {
       ASSERT_EQ(DoubleToHalf(HalfToDouble(h)), h);
