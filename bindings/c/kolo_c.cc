@@ -1,14 +1,12 @@
 // The C API: a thin translation from kolo.h onto the Runtime. This file: start-up and shutdown
 // (runtime/world/ does the work), the rank layout, process sets, join, the timeline, handles.
 // Submissions: submit_calls.cc.
-// The process holds one Runtime pointer (shared, so a submission racing kolo_shutdown keeps it
-// alive until it returns).
+// The process holds one World pointer (api_state.h).
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,30 +14,23 @@
 #include "bindings/c/api_state.h"
 #include "kolo/kolo.h"
 #include "runtime/runtime.h"
-#include "runtime/world/process_sets.h"
+#include "runtime/world/mpi_bootstrap.h"
 #include "runtime/world/world.h"
 
 using kolo::capi::Fail;
 
 namespace {
 
-std::mutex g_mu;
-std::shared_ptr<kolo::Runtime> g_runtime;  // guarded by g_mu
+using kolo::capi::CurrentWorld;
+using kolo::capi::RuntimeOf;
 
 std::shared_ptr<kolo::Runtime> CurrentRuntime() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  return g_runtime;
+  auto world = CurrentWorld();
+  return world ? world->global() : nullptr;
 }
 
 // kolo_shutdown, when the application finalises MPI first.
 void OnMpiFinalize() { kolo_shutdown(); }
-
-// A kolo_init* result: the runtime becomes the process's (g_mu held), or the error is reported.
-kolo_status_t Started(kolo::StatusOr<std::shared_ptr<kolo::Runtime>> runtime) {
-  if (!runtime.ok()) return Fail(runtime.status());
-  g_runtime = std::move(runtime).value();
-  return KOLO_SUCCESS;
-}
 
 }  // namespace
 
@@ -68,11 +59,11 @@ kolo_status_t kolo_init_with_config(const kolo_init_config_t* config) {
         "kolo_init: start_timeout_seconds " + std::to_string(c.start_timeout_seconds) +
         " is not a number of seconds in [0, 1000000] (or < 0 for KOLO_START_TIMEOUT)"));
   }
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_runtime) return KOLO_SUCCESS;
-  if (c.nranks == 0) return Started(kolo::StartWorld(OnMpiFinalize, c.start_timeout_seconds));
-  return Started(kolo::StartWorldOnRanks(std::vector<int>(c.ranks, c.ranks + c.nranks),
-                                         OnMpiFinalize, c.start_timeout_seconds));
+  return kolo::capi::StartWorldOnce([&c] {
+    if (c.nranks == 0) return kolo::StartWorld(OnMpiFinalize, c.start_timeout_seconds);
+    return kolo::StartWorldOnRanks(std::vector<int>(c.ranks, c.ranks + c.nranks), OnMpiFinalize,
+                                   c.start_timeout_seconds);
+  });
 }
 
 kolo_status_t kolo_init(void) {
@@ -98,18 +89,12 @@ kolo_status_t kolo_init_ranks(const int* ranks, int nranks) {
 
 kolo_status_t kolo_init_comm(MPI_Comm comm) {
   kolo::capi::LastError().clear();
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_runtime) return KOLO_SUCCESS;
-  return Started(kolo::StartWorldOnComm(comm, OnMpiFinalize));
+  return kolo::capi::StartWorldOnce([comm] { return kolo::StartWorldOnComm(comm, OnMpiFinalize); });
 }
 
 kolo_status_t kolo_shutdown(void) {
-  std::shared_ptr<kolo::Runtime> runtime;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    runtime.swap(g_runtime);
-  }
-  kolo::StopWorld(std::move(runtime));
+  std::shared_ptr<kolo::World> world = kolo::capi::TakeWorld();
+  if (world) world->Stop();
   return KOLO_SUCCESS;
 }
 
@@ -133,7 +118,7 @@ KOLO_LAYOUT_GETTER(kolo_cross_size, cross_size)
 kolo_status_t kolo_barrier_on(int process_set) {
   kolo::capi::LastError().clear();
   kolo::Status why;
-  auto runtime = kolo::ProcessSetRuntime(process_set, "barrier", &why);
+  auto runtime = RuntimeOf(process_set, "barrier", &why);
   if (!runtime) return Fail(why);
   kolo::Status s = runtime->Barrier();
   return s.ok() ? KOLO_SUCCESS : Fail(s);
@@ -145,12 +130,13 @@ kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_se
   kolo::capi::LastError().clear();
   if (nranks < 0 || (nranks > 0 && !ranks) || !process_set_id) {
     // Still collective: the others must not wait in the agreement for this rank.
-    auto id = kolo::AddProcessSet({-1});
-    (void)id;
+    if (auto world = CurrentWorld()) (void)world->process_sets().Add({-1});
     return Fail(kolo::InvalidArgumentError(
         "add_process_set: ranks is NULL, nranks is negative or process_set_id is NULL"));
   }
-  auto id = kolo::AddProcessSet(std::vector<int>(ranks, ranks + nranks));
+  auto world = CurrentWorld();
+  if (!world) return Fail(kolo::FailedPreconditionError("add_process_set: kolo is not initialized"));
+  auto id = world->process_sets().Add(std::vector<int>(ranks, ranks + nranks));
   if (!id.ok()) return Fail(id.status());
   *process_set_id = *id;
   return KOLO_SUCCESS;
@@ -158,25 +144,35 @@ kolo_status_t kolo_add_process_set(const int* ranks, int nranks, int* process_se
 
 kolo_status_t kolo_remove_process_set(int process_set_id) {
   kolo::capi::LastError().clear();
-  kolo::Status s = kolo::RemoveProcessSet(process_set_id);
+  auto world = CurrentWorld();
+  if (!world) {
+    return Fail(kolo::FailedPreconditionError("remove_process_set: kolo is not initialized"));
+  }
+  kolo::Status s = world->process_sets().Remove(process_set_id);
   return s.ok() ? KOLO_SUCCESS : Fail(s);
 }
 
 int kolo_process_set_rank(int process_set_id) {
   kolo::Status why;
-  auto runtime = kolo::ProcessSetRuntime(process_set_id, "process set", &why);
+  auto runtime = RuntimeOf(process_set_id, "process set", &why);
   return runtime ? runtime->layout().rank : -1;
 }
 
 int kolo_process_set_size(int process_set_id) {
-  auto ranks = kolo::ProcessSetRanks(process_set_id);
+  auto world = CurrentWorld();
+  if (!world) return -1;
+  auto ranks = world->process_sets().Ranks(process_set_id);
   return ranks.ok() ? static_cast<int>(ranks->size()) : -1;
 }
 
 kolo_status_t kolo_process_set_ranks(int process_set_id, int* ranks) {
   kolo::capi::LastError().clear();
   if (!ranks) return Fail(kolo::InvalidArgumentError("kolo_process_set_ranks: ranks is NULL"));
-  auto list = kolo::ProcessSetRanks(process_set_id);
+  auto world = CurrentWorld();
+  if (!world) {
+    return Fail(kolo::FailedPreconditionError("process set: kolo is not initialized"));
+  }
+  auto list = world->process_sets().Ranks(process_set_id);
   if (!list.ok()) return Fail(list.status());
   std::copy(list->begin(), list->end(), ranks);
   return KOLO_SUCCESS;

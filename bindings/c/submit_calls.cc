@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "bindings/c/api_state.h"
-#include "runtime/world/process_sets.h"
 #include "kolo/kolo.h"
 #include "runtime/runtime.h"
 
@@ -29,7 +28,7 @@ kolo_status_t Refuse(int process_set, kolo::OpType op, const std::string& label,
                      const std::vector<const char*>& names, const kolo::Status& why) {
   const kolo_status_t code = Fail(kolo::Status(why.code(), label + ": " + why.message()));
   kolo::Status unused;
-  auto runtime = kolo::ProcessSetRuntime(process_set, "", &unused);
+  auto runtime = kolo::capi::RuntimeOf(process_set, "", &unused);
   for (const char* name : names) {
     // A reserved name cannot be announced; the refusal itself was already reported.
     if (runtime && name && *name) (void)runtime->Refuse(op, name, why.message());
@@ -56,7 +55,7 @@ kolo_status_t Submit(kolo::Submission sub, int ndim, const int64_t* shape,
   }
   sub.shape.assign(shape, shape + ndim);
   kolo::Status why;
-  auto runtime = kolo::ProcessSetRuntime(
+  auto runtime = kolo::capi::RuntimeOf(
       process_set, kolo::OpLabel(sub.op, sub.name), &why);
   if (!runtime) return Fail(why);
   if (splits) sub.splits.assign(splits, splits + runtime->layout().size);
@@ -200,7 +199,7 @@ kolo_status_t SubmitGroup(kolo::OpType op, const std::vector<kolo_op_args_t>& me
   }
   kolo::Status why;
   auto runtime =
-      kolo::ProcessSetRuntime(process_set, what + " '" + group[0].name + "'", &why);
+      kolo::capi::RuntimeOf(process_set, what + " '" + group[0].name + "'", &why);
   if (!runtime) return Fail(why);
   auto added = runtime->EnqueueGroup(group);
   if (!added.ok()) return Fail(added.status());
@@ -536,7 +535,7 @@ kolo_status_t kolo_refuse_on(int process_set, const char* op, const char* name,
     return Fail(kolo::InvalidArgumentError("refuse: unknown operation '" + op_name + "'"));
   }
   kolo::Status why;
-  auto runtime = kolo::ProcessSetRuntime(process_set, "refuse", &why);
+  auto runtime = kolo::capi::RuntimeOf(process_set, "refuse", &why);
   if (!runtime) return Fail(why);
   kolo::Status s = runtime->Refuse(type, name ? name : "", reason ? reason : "");
   return s.ok() ? KOLO_SUCCESS : Fail(s);

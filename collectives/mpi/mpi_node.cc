@@ -2,17 +2,13 @@
 
 #include <vector>
 
+#include "collectives/agree.h"
 #include "collectives/mpi/mpi_call.h"
 #include "collectives/mpi/mpi_communicator.h"
 
 namespace kolo {
 namespace {
 
-uint64_t Fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 }  // namespace
 
@@ -35,28 +31,14 @@ Status GatherStrings(MPI_Comm comm, const std::string& mine, std::vector<std::st
   return Status::OK();
 }
 
-Status AgreeOnString(MPI_Comm comm, const char* what, const std::string& value) {
-  unsigned long long h = Fnv1a(value), lo = 0, hi = 0;
-  KOLO_MPI_CALL(MPI_Allreduce(&h, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm));
-  KOLO_MPI_CALL(MPI_Allreduce(&h, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm));
-  if (lo == hi) return Status::OK();
-  std::vector<std::string> all;
-  KOLO_RETURN_IF_ERROR(GatherStrings(comm, value, &all));
-  for (size_t r = 1; r < all.size(); ++r) {
-    if (all[r] != all[0]) {
-      return InvalidArgumentError(std::string(what) + " must be the same on every rank: rank 0 has '" +
-                                  all[0] + "', rank " + std::to_string(r) + " has '" + all[r] +
-                                  "'");
-    }
-  }
-  return Status::OK();
-}
-
 StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(MPI_Comm comm,
                                                           const std::string& grouping,
                                                           size_t max_call_bytes,
                                                           std::function<Status()> liveness) {
-  KOLO_RETURN_IF_ERROR(AgreeOnString(comm, "KOLO_NODE_GROUPING", grouping));
+  const GatherAll gather_all = [comm](const std::string& mine, std::vector<std::string>* all) {
+    return GatherStrings(comm, mine, all);
+  };
+  KOLO_RETURN_IF_ERROR(AgreeOnString(gather_all, "KOLO_NODE_GROUPING", grouping));
   int rank = 0, size = 0;
   KOLO_MPI_CALL(MPI_Comm_rank(comm, &rank));
   KOLO_MPI_CALL(MPI_Comm_size(comm, &size));

@@ -28,10 +28,6 @@ StatusOr<std::shared_ptr<NodeContext>> MakeMpiNodeContext(
 // Every rank's `mine`, in rank order, on every rank. Collective.
 Status GatherStrings(MPI_Comm comm, const std::string& mine, std::vector<std::string>* all);
 
-// Fails every rank unless `value` is the same string on all ranks of `comm`:
-// "<what> must be the same on every rank: rank 0 has 'a', rank 2 has 'b'". Collective.
-Status AgreeOnString(MPI_Comm comm, const char* what, const std::string& value);
-
 }  // namespace kolo
 
 #endif  // KOLO_COLLECTIVES_MPI_MPI_NODE_H_

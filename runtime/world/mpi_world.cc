@@ -173,44 +173,6 @@ StatusOr<MpiWorld> AttachProcessSet(MpiCommunicator& admin, const std::vector<in
   return w;
 }
 
-Status AgreeOnStart(MpiCommunicator& control, const Status& local, const Config& config) {
-  const MPI_Comm comm = control.comm();
-  const int rank = control.Rank(), size = control.Size();
-  int mine = local.ok() ? size : rank, first_failed = size;
-  KOLO_MPI_CALL(MPI_Allreduce(&mine, &first_failed, 1, MPI_INT, MPI_MIN, comm));
-  if (!local.ok()) return Status(local).AddContext("kolo_init");
-  if (first_failed < size) {
-    return FailedPreconditionError("kolo_init: rank " + std::to_string(first_failed) +
-                                   " could not start kolo (see its error); no rank starts");
-  }
-  // Knobs that shape what crosses the wire: a rank with another value would corrupt results
-  // (chunk pieces; fusion, which every rank plans on its own from the same Responses, so a
-  // rank with another threshold or direct size makes other calls) or misread the negotiation
-  // (cache slots).
-  const std::pair<const char*, int64_t> shared[] = {
-      {"KOLO_FUSION_CHUNK_BYTES", config.fusion_chunk_bytes},
-      {"KOLO_FUSION_THRESHOLD", config.fusion_threshold_bytes},
-      {"KOLO_FUSION_DIRECT_BYTES", config.fusion_direct_bytes},
-      {"KOLO_CACHE_CAPACITY", config.cache_capacity},
-  };
-  for (const auto& [knob, value] : shared) {
-    struct {
-      long value;
-      int rank;
-    } in{static_cast<long>(value), rank}, lo{}, hi{};
-    KOLO_MPI_CALL(MPI_Allreduce(&in, &lo, 1, MPI_LONG_INT, MPI_MINLOC, comm));
-    KOLO_MPI_CALL(MPI_Allreduce(&in, &hi, 1, MPI_LONG_INT, MPI_MAXLOC, comm));
-    if (lo.value != hi.value) {
-      return InvalidArgumentError("kolo_init: " + std::string(knob) +
-                                  " must be the same on every rank: rank " +
-                                  std::to_string(lo.rank) + " has " + std::to_string(lo.value) +
-                                  ", rank " + std::to_string(hi.rank) + " has " +
-                                  std::to_string(hi.value));
-    }
-  }
-  return Status::OK();
-}
-
 namespace {
 void (*g_finalize_hook)() = nullptr;
 

@@ -48,15 +48,6 @@ StatusOr<MpiWorld> AttachToMpi(MPI_Comm base, size_t max_call_bytes);
 StatusOr<MpiWorld> AttachProcessSet(MpiCommunicator& admin, const std::vector<int>& ranks,
                                     size_t max_call_bytes);
 
-// kolo_init is collective, so it succeeds or fails on every rank together: a rank whose own
-// start failed (`local`, e.g. a malformed KOLO_* variable) fails with that error, every other
-// rank with one naming it. Settings that shape the collectives themselves
-// (KOLO_FUSION_CHUNK_BYTES: the size of each library call; KOLO_FUSION_THRESHOLD and
-// KOLO_FUSION_DIRECT_BYTES: which tensors each rank fuses into one call; KOLO_CACHE_CAPACITY)
-// must agree, or every rank fails naming the ranks and values; a mismatch would otherwise
-// corrupt results or hang.
-Status AgreeOnStart(MpiCommunicator& control, const Status& local, const Config& config);
-
 // Runs `hook` at the start of MPI_Finalize (an MPI_COMM_SELF attribute deleter), so a program
 // that finalises MPI without kolo_shutdown stops the background thread first. Once per process.
 Status CallBeforeMpiFinalize(void (*hook)());
