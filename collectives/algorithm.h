@@ -70,7 +70,7 @@ class AllreduceAlgorithm {
 // An algorithm whose whole run is enqueued on a stream (kolo's stream of the buffers' device)
 // with nothing for the host to wait for in between, such as one ncclAllReduce. Run enqueues and
 // waits; Enqueue only enqueues, and the caller waits for the stream its own way (the runtime's
-// finaliser, runtime/device_finaliser.h, so the background thread never blocks on the GPU).
+// finaliser, runtime/device/device_finaliser.h, so the background thread never blocks on the GPU).
 // Algorithms that need the host between their steps (the hierarchical composition) do not
 // offer it.
 class StreamOrderedAllreduce {

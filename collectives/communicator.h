@@ -114,7 +114,7 @@ class Communicator {
   // `root`'s *bytes replaces every other rank's *bytes.
   virtual Status BroadcastBytes(std::string* bytes, int root);
   // Bitwise AND of `count` 64-bit words over all ranks, in place (the response cache's
-  // readiness bits, runtime/controller.cc).
+  // readiness bits, runtime/negotiation/controller.cc).
   virtual Status AndBits(uint64_t* words, size_t count);
   // Every rank's `count` words to `root`: on `root`, `all` (count * Size() words) receives
   // them in rank order; elsewhere `all` is unused (may be null). The default goes through

@@ -11,7 +11,7 @@
 #include "collectives/host/hierarchical_allreduce.h"
 #include "collectives/host/shm_allreduce.h"
 #include "collectives/node_context.h"
-// GPU buffers through NCCL (ranked by the cost model; runtime/device_allreduce.h runs them).
+// GPU buffers through NCCL (ranked by the cost model; runtime/device/device_allreduce.h runs them).
 #include "collectives/nccl/nccl_hierarchical_allreduce.h"
 #include "collectives/nccl/nccl_ring_allreduce.h"
 #include "collectives/nccl/nccl_tree_allreduce.h"

@@ -63,7 +63,7 @@ struct RequestList {
   std::vector<Request> requests;
   bool shutdown = false;  // this rank is shutting down
   // Every caller on this rank is blocked waiting for operations still in negotiation, named in
-  // `waiting` (the deadlock check, runtime/deadlock.h). Sent only while the ranks check.
+  // `waiting` (the deadlock check, runtime/negotiation/deadlock.h). Sent only while the ranks check.
   bool blocked = false;
   std::vector<std::string> waiting;
 };
@@ -121,7 +121,7 @@ struct ResponseList {
   bool shutdown = false;
   int32_t shutdown_rank = -1;  // the first rank that asked to shut down
   std::string fatal_error;     // non-empty: the coordinator failed; every rank stops with it
-  // Autotune (runtime/autotune.h): a new setting every rank applies from this cycle on; -1 = none.
+  // Autotune (runtime/negotiation/autotune.h): a new setting every rank applies from this cycle on; -1 = none.
   int64_t tuned_fusion_threshold_bytes = -1;
   double tuned_cycle_time_ms = -1;
 };

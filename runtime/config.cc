@@ -146,7 +146,7 @@ const std::vector<Knob>& Knobs() {
        "1 turns the stall inspector off", Flag<&Config::stall_check_disable>},
       {"KOLO_AUTOTUNE", "HOROVOD_AUTOTUNE", "0/1", "0",
        "1 tunes the fusion threshold and the cycle time online from the measured throughput "
-       "(runtime/autotune.h), the same values on every rank",
+       "(runtime/negotiation/autotune.h), the same values on every rank",
        Flag<&Config::autotune>},
       {"KOLO_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_LOG", "path", "",
        "rank 0 writes each autotune trial (setting, score) to this CSV file",

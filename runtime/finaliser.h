@@ -13,7 +13,7 @@
 // costs little CPU and one with a short item adds little latency.
 //
 // What a probe looks at is behind the CompletionProbe interface, so this file knows nothing of
-// CUDA: runtime/device_finaliser.h has the CUDA event + NCCL probe; tests drive the queue with
+// CUDA: runtime/device/device_finaliser.h has the CUDA event + NCCL probe; tests drive the queue with
 // fake probes.
 //
 // Shutdown: Close() stops new items, lets the pending ones finish, and once its deadline passes

@@ -19,7 +19,7 @@ namespace kolo {
 // Memory kolo allocates for an output whose size is known only after negotiation (allgather,
 // reducescatter, alltoall): host memory (malloc) for host tensors, memory on the tensor's CUDA
 // device for CUDA tensors (stream-ordered where the device allows, else cudaMalloc:
-// runtime/device_ops.h), so a binding hands the output to its framework as a tensor on that
+// runtime/device/device_ops.h), so a binding hands the output to its framework as a tensor on that
 // device. The deleter knows which, so whoever drops the buffer frees it right.
 struct BufferFree {
   int device = -1;  // -1: host memory (std::free); >= 0: that CUDA device's

@@ -11,7 +11,7 @@
 //   from every q the rows q addressed to it, in rank order. The coordinator carries every
 //   rank's splits (a size x size matrix) in the Response; the received splits are column r.
 // barrier: negotiated like any name, then comm.Barrier() in Response order.
-// CUDA tensors of reducescatter and alltoall take the device path (runtime/device_ops.h, run
+// CUDA tensors of reducescatter and alltoall take the device path (runtime/device/device_ops.h, run
 // from runtime_device.cc); the parts computed here are shared with it.
 #include "runtime/operations.h"
 

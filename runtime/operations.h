@@ -70,7 +70,7 @@ struct JoinedScratch {
 Status JoinedAllreduceJob(const Response& response, const std::vector<TensorEntry>& entries,
                           AllreduceJob* job, JoinedScratch* scratch);
 
-// The same for a device all-reduce (runtime/device_join.cc): the identity buffers are on CUDA
+// The same for a device all-reduce (runtime/device/device_join.cc): the identity buffers are on CUDA
 // device `device` (the joined rank's own: Runtime::JoinedDevice says which), zeros by
 // cudaMemsetAsync or the identity filled on the host and copied, and the prescaled copies of
 // Min/Max/Product inputs are made by the batched kernel. Those copies read the submitted

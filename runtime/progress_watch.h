@@ -19,7 +19,7 @@
 
 #include "base/status.h"
 #include "protocol/message.h"
-#include "runtime/stall_inspector.h"
+#include "runtime/negotiation/stall_inspector.h"
 
 namespace kolo {
 

@@ -11,7 +11,7 @@
 #include "collectives/cuda/device.h"
 #include "collectives/node_context.h"
 #include "fusion/planner.h"
-#include "runtime/device_ops.h"
+#include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 
 namespace kolo {

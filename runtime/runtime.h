@@ -24,8 +24,8 @@
 #include "collectives/registry.h"
 #include "fusion/executor.h"
 #include "runtime/config.h"
-#include "runtime/controller.h"
-#include "runtime/device_allreduce.h"
+#include "runtime/negotiation/controller.h"
+#include "runtime/device/device_allreduce.h"
 #include "runtime/finaliser.h"
 #include "runtime/handle.h"
 #include "runtime/progress_watch.h"
@@ -158,14 +158,14 @@ class Runtime {
   }
   Status ExecuteAllgather(const Response& response, TensorEntry& entry);
   Status ExecuteBroadcast(const Response& response, TensorEntry& entry);
-  // runtime/runtime_device.cc: CUDA tensors. Their work is enqueued on kolo's stream, and the
+  // runtime/device/runtime_device.cc: CUDA tensors. Their work is enqueued on kolo's stream, and the
   // handles complete through the finaliser when the GPU is done (`enqueued`: the outcome of
   // enqueueing; an error still waits for whatever part of the work was enqueued).
   // `device`: where this rank's work ran (its own device when it joined).
   void FinishAllreduceOnDevice(const Response& response, int device,
                                std::vector<TensorEntry> entries, Status enqueued);
   void ExecuteDeviceBroadcast(const Response& response, TensorEntry entry);
-  // Allgather, alltoall and reducescatter of a CUDA tensor (runtime/device_ops.h): the output
+  // Allgather, alltoall and reducescatter of a CUDA tensor (runtime/device/device_ops.h): the output
   // kolo allocates goes to the handle in the finaliser's callback, once the GPU has written it.
   void ExecuteDeviceOutputOp(const Response& response, TensorEntry entry);
   void CompleteOnDevice(int device, Status enqueued, Finaliser::Callback finish);
@@ -188,7 +188,7 @@ class Runtime {
   // The data plane's stall inspector: kolo's algorithms ask it while a transfer waits long.
   ProgressWatch progress_;
   FusionExecutor fusion_;
-  DeviceAllreduce device_allreduce_;  // CUDA tensors (runtime/device_allreduce.h)
+  DeviceAllreduce device_allreduce_;  // CUDA tensors (runtime/device/device_allreduce.h)
   AllreduceSelector selector_;
   // ReduceOp::kAdasum on host tensors: its own algorithm, not chosen by the selector.
   AdasumAllreduce adasum_;

@@ -7,7 +7,7 @@
 
 #include "collectives/cuda/device.h"
 #include "collectives/host/adasum_allreduce.h"
-#include "runtime/device_ops.h"
+#include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 #include "runtime/runtime.h"
 

@@ -29,7 +29,7 @@
 
 #include "runtime/handle.h"
 #include "protocol/message.h"
-#include "runtime/request_key.h"
+#include "runtime/negotiation/request_key.h"
 
 namespace kolo {
 
@@ -39,7 +39,7 @@ struct TensorEntry {
   void* output = nullptr;
   std::shared_ptr<Handle> handle;
   // CUDA tensors: the event recorded on the framework's stream at submission (a cudaEvent_t,
-  // runtime/device_allreduce.h), consumed by the execution; nullptr otherwise.
+  // runtime/device/device_allreduce.h), consumed by the execution; nullptr otherwise.
   void* ready_event = nullptr;
 };
 

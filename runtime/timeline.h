@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "fusion/executor.h"
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/coordinator.h"
 #include "protocol/message.h"
 #include "runtime/trace_writer.h"
 

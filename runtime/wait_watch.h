@@ -1,5 +1,5 @@
 // Which of this rank's handles a caller is blocked on right now (Handle::Wait, WaitFor), for
-// the deadlock check (runtime/deadlock.h): a rank all of whose waits are for operations that
+// the deadlock check (runtime/negotiation/deadlock.h): a rank all of whose waits are for operations that
 // cannot complete can make no progress of its own. Shared by the Runtime and its handles (a
 // handle may outlive the Runtime). Any thread.
 #ifndef KOLO_RUNTIME_WAIT_WATCH_H_

@@ -2,7 +2,7 @@
 // buffers of one device. Each enqueues on kolo's stream of `device` (nccl_comm.h), under an
 // NcclLease that ends before it returns, and returns without waiting: the caller queues its
 // own work around it on the same stream and waits once, or (the runtime) hands the stream's
-// completion to its finaliser (runtime/device_finaliser.h). `comm` is the kolo Communicator
+// completion to its finaliser (runtime/device/device_finaliser.h). `comm` is the kolo Communicator
 // whose ranks take part (its NCCL communicator is made on first use, collectively). Parts and
 // offsets follow nccl_plan.h, which explains the choices. Built only with NCCL.
 #ifndef KOLO_COLLECTIVES_NCCL_NCCL_COLLECTIVES_H_

@@ -11,7 +11,7 @@
 // makes a fresh one.
 //
 // Two threads touch NCCL communicators: the background thread, which makes them and enqueues
-// on them, and the runtime's finaliser (runtime/device_finaliser.h), which polls their
+// on them, and the runtime's finaliser (runtime/device/device_finaliser.h), which polls their
 // asynchronous errors and aborts them on a failure while the background thread goes on. So
 // that an abort never frees a communicator under an enqueue, enqueues hold an NcclLease (a
 // lock that Abort also takes), and the finaliser names a communicator by an NcclWatch (its

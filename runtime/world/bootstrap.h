@@ -25,7 +25,7 @@ namespace kolo {
 // What one Runtime runs over.
 struct Transports {
   RankLayout layout;
-  std::unique_ptr<Communicator> control;  // the negotiation (runtime/controller.h)
+  std::unique_ptr<Communicator> control;  // the negotiation (runtime/negotiation/controller.h)
   std::unique_ptr<Communicator> data;     // the collectives, with its node structure set
   NodeMap nodes;                          // which node each rank is on
 };

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/coordinator.h"
 
 namespace kolo {
 namespace {

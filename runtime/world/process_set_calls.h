@@ -7,8 +7,8 @@
 //  - ranks making different calls (other sets, other lists, an add against a remove) each see
 //    every rank's call and fail together, naming who called what;
 //  - a rank that makes another kolo call instead and waits for it is a deadlock
-//    (runtime/deadlock.h): both fail on every rank within seconds, naming what each waits for;
-//  - a rank that is late or never calls is a stall (runtime/stall_inspector.h): named with the
+//    (runtime/negotiation/deadlock.h): both fail on every rank within seconds, naming what each waits for;
+//  - a rank that is late or never calls is a stall (runtime/negotiation/stall_inspector.h): named with the
 //    waiting ranks after KOLO_STALL_CHECK_TIME_SECONDS, failed after
 //    KOLO_STALL_SHUTDOWN_TIME_SECONDS; a rank that dies is reported by the peer watch; the
 //    waiting ranks sleep meanwhile.

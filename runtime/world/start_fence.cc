@@ -14,7 +14,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "runtime/coordinator.h"  // RankList
+#include "runtime/negotiation/coordinator.h"  // RankList
 #endif
 
 namespace kolo {

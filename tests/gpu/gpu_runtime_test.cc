@@ -16,7 +16,7 @@
 #include "collectives/reduce.h"
 #include "collectives/registry.h"
 #include "fusion/cuda/device_pack.h"
-#include "runtime/device_ops.h"
+#include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "kolo/config.h"
@@ -29,7 +29,7 @@ using gpu_testing::kAllDtypes;
 using gpu_testing::kPoison;
 using gpu_testing::Values;
 
-// ---- the device collectives of the runtime (runtime/device_ops.h) ---------------------------
+// ---- the device collectives of the runtime (runtime/device/device_ops.h) ---------------------------
 
 void* ToDevice(const std::vector<uint8_t>& bytes) {
   void* d = nullptr;

@@ -18,7 +18,7 @@
 #include "collectives/reduce.h"
 #include "collectives/registry.h"
 #include "fusion/cuda/device_pack.h"
-#include "runtime/device_ops.h"
+#include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "kolo/config.h"

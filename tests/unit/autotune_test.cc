@@ -8,7 +8,7 @@
 #include <functional>
 #include <sstream>
 
-#include "runtime/autotune.h"
+#include "runtime/negotiation/autotune.h"
 #include "unit/thread_world.h"
 
 namespace kolo {

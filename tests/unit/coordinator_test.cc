@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/coordinator.h"
 
 namespace kolo {
 namespace {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/deadlock.h"
+#include "runtime/negotiation/deadlock.h"
 #include "unit/thread_world.h"
 
 namespace kolo {

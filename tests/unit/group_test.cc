@@ -3,8 +3,8 @@
 // coordinator) on every rank; the runtime queues a group together or refuses all of it.
 #include <gtest/gtest.h>
 
-#include "runtime/controller.h"
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/controller.h"
+#include "runtime/negotiation/coordinator.h"
 #include "unit/thread_world.h"
 
 namespace kolo {

@@ -9,8 +9,8 @@
 #include <set>
 #include <tuple>
 
-#include "runtime/controller.h"
-#include "runtime/hit_marks.h"
+#include "runtime/negotiation/controller.h"
+#include "runtime/negotiation/hit_marks.h"
 #include "unit/thread_world.h"
 
 namespace kolo {

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/coordinator.h"
 #include "runtime/operations.h"
 #include "runtime/wire/wire.h"
 #include "unit/thread_world.h"

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/controller.h"
+#include "runtime/negotiation/controller.h"
 #include "runtime/tensor_queue.h"
 #include "unit/thread_world.h"
 

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <set>
 
-#include "runtime/controller.h"
-#include "runtime/response_cache.h"
+#include "runtime/negotiation/controller.h"
+#include "runtime/negotiation/response_cache.h"
 #include "runtime/wire/wire.h"
 #include "unit/thread_world.h"
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "runtime/stall_inspector.h"
+#include "runtime/negotiation/stall_inspector.h"
 #include "unit/thread_world.h"
 
 namespace kolo {

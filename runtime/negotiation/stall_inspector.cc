@@ -1,4 +1,4 @@
-#include "runtime/stall_inspector.h"
+#include "runtime/negotiation/stall_inspector.h"
 
 #include <algorithm>
 #include <cmath>

@@ -15,8 +15,8 @@
 //
 // Generic on purpose: any device operation (all-reduce, broadcast, and the all-gather,
 // all-to-all and reduce-scatter of CUDA tensors) completes through EnqueueDeviceCompletion.
-#ifndef KOLO_RUNTIME_DEVICE_FINALISER_H_
-#define KOLO_RUNTIME_DEVICE_FINALISER_H_
+#ifndef KOLO_RUNTIME_DEVICE_DEVICE_FINALISER_H_
+#define KOLO_RUNTIME_DEVICE_DEVICE_FINALISER_H_
 
 #include <string>
 #include <vector>
@@ -40,4 +40,4 @@ void EnqueueDeviceCompletion(Finaliser& finaliser, int device,
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_DEVICE_FINALISER_H_
+#endif  // KOLO_RUNTIME_DEVICE_DEVICE_FINALISER_H_

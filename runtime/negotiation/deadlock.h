@@ -19,13 +19,13 @@
 //
 // Limitation: a program whose other thread would submit later while every thread that
 // waits is blocked looks like a deadlock; the check counts only callers blocked in a wait.
-#ifndef KOLO_RUNTIME_DEADLOCK_H_
-#define KOLO_RUNTIME_DEADLOCK_H_
+#ifndef KOLO_RUNTIME_NEGOTIATION_DEADLOCK_H_
+#define KOLO_RUNTIME_NEGOTIATION_DEADLOCK_H_
 
 #include <string>
 #include <vector>
 
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/coordinator.h"
 #include "protocol/message.h"
 
 namespace kolo {
@@ -52,4 +52,4 @@ class DeadlockDetector {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_DEADLOCK_H_
+#endif  // KOLO_RUNTIME_NEGOTIATION_DEADLOCK_H_

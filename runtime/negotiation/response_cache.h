@@ -1,7 +1,7 @@
 // The response cache (Horovod's response_cache.h idea, kolo's layout): once a name has been
 // negotiated, its single-tensor Response is kept, under the same slot number on every rank, so
 // later cycles agree on it with one bitwise-AND all-reduce of "slot i is ready here" bits
-// instead of a gather of Requests and a broadcast of Responses (runtime/controller.cc).
+// instead of a gather of Requests and a broadcast of Responses (runtime/negotiation/controller.cc).
 //
 // Every rank must hold the same entries in the same slots: entries are only put, touched and
 // erased in response to facts every rank shares (the broadcast ResponseList, the AND-ed bits),
@@ -21,8 +21,8 @@
 // array over ids points back at the slot; the queue never gives an (id, id_serial) pair to two
 // names, so a matching pair needs no name comparison. The parameters are compared as flat keys
 // (RequestKey), not as Requests.
-#ifndef KOLO_RUNTIME_RESPONSE_CACHE_H_
-#define KOLO_RUNTIME_RESPONSE_CACHE_H_
+#ifndef KOLO_RUNTIME_NEGOTIATION_RESPONSE_CACHE_H_
+#define KOLO_RUNTIME_NEGOTIATION_RESPONSE_CACHE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +32,7 @@
 
 #include "fusion/planner.h"
 #include "protocol/message.h"
-#include "runtime/request_key.h"
+#include "runtime/negotiation/request_key.h"
 
 namespace kolo {
 
@@ -160,4 +160,4 @@ class ResponseCache {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_RESPONSE_CACHE_H_
+#endif  // KOLO_RUNTIME_NEGOTIATION_RESPONSE_CACHE_H_

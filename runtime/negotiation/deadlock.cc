@@ -1,4 +1,4 @@
-#include "runtime/deadlock.h"
+#include "runtime/negotiation/deadlock.h"
 
 #include <algorithm>
 #include <map>

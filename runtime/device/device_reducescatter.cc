@@ -20,15 +20,15 @@
 
 #include "collectives/nccl/nccl_supports.h"
 #include "kolo/config.h"
-#include "runtime/device_ops.h"
+#include "runtime/device/device_ops.h"
 
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
 #include "collectives/nccl/nccl_collectives.h"
 #include "collectives/nccl/nccl_plan.h"
 #include "fusion/cuda/device_pack.h"
-#include "runtime/device_stream.h"
+#include "runtime/device/device_stream.h"
 #else
-#include "runtime/device_allreduce.h"
+#include "runtime/device/device_allreduce.h"
 #endif
 
 namespace kolo {

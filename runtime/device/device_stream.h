@@ -1,8 +1,8 @@
 // The first steps of every device operation of the runtime (device_ops.h): the device must
 // exist in this process, kolo's stream of it waits for the tensor's ready event, and memory for
 // the work is taken in the stream's order. Only in files built with CUDA and NCCL.
-#ifndef KOLO_RUNTIME_DEVICE_STREAM_H_
-#define KOLO_RUNTIME_DEVICE_STREAM_H_
+#ifndef KOLO_RUNTIME_DEVICE_DEVICE_STREAM_H_
+#define KOLO_RUNTIME_DEVICE_DEVICE_STREAM_H_
 
 #include <cuda_runtime.h>
 
@@ -13,7 +13,7 @@
 #include "collectives/cuda/cuda_call.h"
 #include "collectives/cuda/device.h"
 #include "collectives/nccl/nccl_comm.h"
-#include "runtime/device_allreduce.h"
+#include "runtime/device/device_allreduce.h"
 #include "runtime/handle.h"
 
 namespace kolo {
@@ -55,4 +55,4 @@ inline StatusOr<std::unique_ptr<void, BufferFree>> AllocateForKoloStream(int dev
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_DEVICE_STREAM_H_
+#endif  // KOLO_RUNTIME_DEVICE_DEVICE_STREAM_H_

@@ -5,8 +5,8 @@
 // and returns without waiting for the GPU; the finaliser (device_finaliser.h) completes the
 // handle once the GPU is done. Why each step is so, and how memory is given back:
 // docs/device-path.md. Without CUDA and NCCL in the build every call fails saying so.
-#ifndef KOLO_RUNTIME_DEVICE_OPS_H_
-#define KOLO_RUNTIME_DEVICE_OPS_H_
+#ifndef KOLO_RUNTIME_DEVICE_DEVICE_OPS_H_
+#define KOLO_RUNTIME_DEVICE_DEVICE_OPS_H_
 
 #include <memory>
 #include <string>
@@ -64,4 +64,4 @@ Status DeviceReducescatter(Communicator& comm, int device, const void* input,
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_DEVICE_OPS_H_
+#endif  // KOLO_RUNTIME_DEVICE_DEVICE_OPS_H_

@@ -2,7 +2,7 @@
 #include <utility>
 
 #include "kolo/config.h"
-#include "runtime/device_ops.h"
+#include "runtime/device/device_ops.h"
 
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
 #include "collectives/cuda/device.h"

@@ -3,13 +3,13 @@
 #include <string>
 
 #include "kolo/config.h"
-#include "runtime/device_ops.h"
+#include "runtime/device/device_ops.h"
 
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
 #include "collectives/nccl/nccl_collectives.h"
-#include "runtime/device_stream.h"
+#include "runtime/device/device_stream.h"
 #else
-#include "runtime/device_allreduce.h"
+#include "runtime/device/device_allreduce.h"
 #endif
 
 namespace kolo {

@@ -1,4 +1,4 @@
-#include "runtime/autotune.h"
+#include "runtime/negotiation/autotune.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "runtime/response_cache.h"
+#include "runtime/negotiation/response_cache.h"
 
 #include <functional>
 

@@ -8,8 +8,8 @@
 // A Request whose parameters do not fit (splits, a group, more than kInlineDims dimensions) has
 // a key that is not `simple`: it still carries the id and the scalars, and a comparison falls
 // back to SameParameters on the Requests themselves.
-#ifndef KOLO_RUNTIME_REQUEST_KEY_H_
-#define KOLO_RUNTIME_REQUEST_KEY_H_
+#ifndef KOLO_RUNTIME_NEGOTIATION_REQUEST_KEY_H_
+#define KOLO_RUNTIME_NEGOTIATION_REQUEST_KEY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -77,4 +77,4 @@ struct RequestKey {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_REQUEST_KEY_H_
+#endif  // KOLO_RUNTIME_NEGOTIATION_REQUEST_KEY_H_

@@ -46,8 +46,8 @@
 // carries one bit per cache slot a rank to rank 0 only. The AND cannot carry the marks itself
 // (it cannot tell ranks apart); an all-gather in place of the AND would save a call but send
 // every rank's bits to every rank, and would have to be chosen a cycle ahead.
-#ifndef KOLO_RUNTIME_CONTROLLER_H_
-#define KOLO_RUNTIME_CONTROLLER_H_
+#ifndef KOLO_RUNTIME_NEGOTIATION_CONTROLLER_H_
+#define KOLO_RUNTIME_NEGOTIATION_CONTROLLER_H_
 
 #include <chrono>
 #include <cstdint>
@@ -57,14 +57,14 @@
 
 #include "collectives/communicator.h"
 #include "fusion/planner.h"
-#include "runtime/coordinator.h"
-#include "runtime/deadlock.h"
-#include "runtime/hit_marks.h"
+#include "runtime/negotiation/coordinator.h"
+#include "runtime/negotiation/deadlock.h"
+#include "runtime/negotiation/hit_marks.h"
 #include "protocol/message.h"
-#include "runtime/autotune.h"
-#include "runtime/request_key.h"
-#include "runtime/response_cache.h"
-#include "runtime/stall_inspector.h"
+#include "runtime/negotiation/autotune.h"
+#include "runtime/negotiation/request_key.h"
+#include "runtime/negotiation/response_cache.h"
+#include "runtime/negotiation/stall_inspector.h"
 
 namespace kolo {
 
@@ -74,7 +74,7 @@ struct ControllerOptions {
   int64_t cache_capacity = 1024;  // same on every rank
   StallOptions stall;
   double cycle_time_ms = 1.0;
-  bool autotune = false;          // rank 0 tunes threshold and cycle time (runtime/autotune.h)
+  bool autotune = false;          // rank 0 tunes threshold and cycle time (runtime/negotiation/autotune.h)
   AutotuneOptions autotune_options;
 };
 
@@ -111,7 +111,7 @@ class Controller {
   void set_name_hits(bool on) { name_hits_ = on; }
 
   // Whether every caller on this rank is blocked waiting for the operations named in `names`,
-  // all still in negotiation (the deadlock check, runtime/deadlock.h); kept until changed.
+  // all still in negotiation (the deadlock check, runtime/negotiation/deadlock.h); kept until changed.
   void SetWaiting(bool blocked, std::vector<std::string> names) {
     blocked_ = blocked;
     blocked_on_ = std::move(names);
@@ -238,4 +238,4 @@ class Controller {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_CONTROLLER_H_
+#endif  // KOLO_RUNTIME_NEGOTIATION_CONTROLLER_H_

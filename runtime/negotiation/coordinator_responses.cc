@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/coordinator.h"
 
 namespace kolo {
 

@@ -11,7 +11,7 @@
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
 #include "collectives/cuda/cuda_call.h"
 #include "fusion/cuda/device_pack.h"
-#include "runtime/device_stream.h"
+#include "runtime/device/device_stream.h"
 #endif
 
 namespace kolo {

@@ -11,8 +11,8 @@
 // rank joins, every pending name is ready (each rank submitted or joined); after their
 // Responses comes a kJoin Response with `root` = the last rank to join, and the joined set is
 // cleared.
-#ifndef KOLO_RUNTIME_COORDINATOR_H_
-#define KOLO_RUNTIME_COORDINATOR_H_
+#ifndef KOLO_RUNTIME_NEGOTIATION_COORDINATOR_H_
+#define KOLO_RUNTIME_NEGOTIATION_COORDINATOR_H_
 
 #include <chrono>
 #include <deque>
@@ -142,4 +142,4 @@ Response BuildResponse(const std::vector<Request>& by_rank);
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_COORDINATOR_H_
+#endif  // KOLO_RUNTIME_NEGOTIATION_COORDINATOR_H_

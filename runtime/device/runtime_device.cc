@@ -1,6 +1,6 @@
 // The runtime's CUDA-tensor Responses (allreduce, broadcast, allgather, alltoall, reducescatter)
 // after their work is enqueued: the handles complete on the finaliser's thread once kolo's
-// stream has done the work (runtime/device_finaliser.h), so the background thread goes on
+// stream has done the work (runtime/device/device_finaliser.h), so the background thread goes on
 // negotiating meanwhile instead of waiting for the GPU. An output kolo allocates is set on its
 // handle there too, just before the handle completes, and the timeline spans of these
 // Responses end there (Finish: TensorFinished), not when Execute returns.
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "collectives/cuda/device.h"
-#include "runtime/device_finaliser.h"
-#include "runtime/device_ops.h"
+#include "runtime/device/device_finaliser.h"
+#include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 #include "runtime/runtime.h"
 

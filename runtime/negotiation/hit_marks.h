@@ -2,8 +2,8 @@
 // steps: controller.h). A rank's hit waits for its peers with its bit set in every cycle until
 // the slot runs; its mark belongs to the first of those cycles only. Pure bit logic, so that it
 // is unit-tested without a world.
-#ifndef KOLO_RUNTIME_HIT_MARKS_H_
-#define KOLO_RUNTIME_HIT_MARKS_H_
+#ifndef KOLO_RUNTIME_NEGOTIATION_HIT_MARKS_H_
+#define KOLO_RUNTIME_NEGOTIATION_HIT_MARKS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -50,4 +50,4 @@ class HitMarks {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_HIT_MARKS_H_
+#endif  // KOLO_RUNTIME_NEGOTIATION_HIT_MARKS_H_

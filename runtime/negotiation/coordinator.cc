@@ -1,4 +1,4 @@
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/coordinator.h"
 
 #include <algorithm>
 

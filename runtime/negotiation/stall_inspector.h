@@ -8,15 +8,15 @@
 //
 // A cached name is negotiated without the coordinator; the controller sends a cache hit that
 // waits too long (StallInspector::HoldLimit) to the coordinator, so it is inspected too.
-#ifndef KOLO_RUNTIME_STALL_INSPECTOR_H_
-#define KOLO_RUNTIME_STALL_INSPECTOR_H_
+#ifndef KOLO_RUNTIME_NEGOTIATION_STALL_INSPECTOR_H_
+#define KOLO_RUNTIME_NEGOTIATION_STALL_INSPECTOR_H_
 
 #include <chrono>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
-#include "runtime/coordinator.h"
+#include "runtime/negotiation/coordinator.h"
 #include "protocol/message.h"
 
 namespace kolo {
@@ -58,4 +58,4 @@ class StallInspector {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_STALL_INSPECTOR_H_
+#endif  // KOLO_RUNTIME_NEGOTIATION_STALL_INSPECTOR_H_

@@ -9,7 +9,7 @@
 //      collectives/nccl/) on the buffer, in place;
 //   4. unpack with the postscale fused (Average: Sum, then 1/size for floating dtypes).
 // Run only enqueues: it returns once the work is on kolo's stream, and the caller hands the
-// stream's completion to the finaliser (runtime/device_finaliser.h), which completes the
+// stream's completion to the finaliser (runtime/device/device_finaliser.h), which completes the
 // handles when the GPU is done, so the background thread never waits for the GPU. The
 // exception is an algorithm that needs the host between its steps (nccl_hierarchical, through
 // NcclCommunicator): it waits inside, on the background thread, as before; only its unpack is
@@ -18,8 +18,8 @@
 // not supported (kUnimplemented). Without CUDA in the build, or without a device, every call
 // fails with a message saying which. The other operations' device path is in device_ops.h; a
 // joined rank's part in a device all-reduce is DeviceJoinedAllreduceJob (operations.h).
-#ifndef KOLO_RUNTIME_DEVICE_ALLREDUCE_H_
-#define KOLO_RUNTIME_DEVICE_ALLREDUCE_H_
+#ifndef KOLO_RUNTIME_DEVICE_DEVICE_ALLREDUCE_H_
+#define KOLO_RUNTIME_DEVICE_DEVICE_ALLREDUCE_H_
 
 #include <map>
 #include <utility>
@@ -65,4 +65,4 @@ class DeviceAllreduce {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_DEVICE_ALLREDUCE_H_
+#endif  // KOLO_RUNTIME_DEVICE_DEVICE_ALLREDUCE_H_

@@ -1,4 +1,4 @@
-#include "runtime/controller.h"
+#include "runtime/negotiation/controller.h"
 
 #include <algorithm>
 

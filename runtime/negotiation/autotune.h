@@ -18,8 +18,8 @@
 //
 // Only rank 0 tunes; the controller sends each new setting to every rank in the ResponseList, so
 // all ranks switch in the same cycle. Each finished trial is a line in KOLO_AUTOTUNE_LOG (CSV).
-#ifndef KOLO_RUNTIME_AUTOTUNE_H_
-#define KOLO_RUNTIME_AUTOTUNE_H_
+#ifndef KOLO_RUNTIME_NEGOTIATION_AUTOTUNE_H_
+#define KOLO_RUNTIME_NEGOTIATION_AUTOTUNE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -90,4 +90,4 @@ class Autotuner {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_AUTOTUNE_H_
+#endif  // KOLO_RUNTIME_NEGOTIATION_AUTOTUNE_H_

@@ -1,4 +1,4 @@
-#include "runtime/device_finaliser.h"
+#include "runtime/device/device_finaliser.h"
 
 #include <memory>
 #include <utility>

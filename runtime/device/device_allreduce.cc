@@ -1,4 +1,4 @@
-#include "runtime/device_allreduce.h"
+#include "runtime/device/device_allreduce.h"
 
 #include <string>
 
