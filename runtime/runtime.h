@@ -133,13 +133,21 @@ class Runtime {
   // Starts the next cycle early (KOLO_WAKE_ON_SUBMIT).
   void Wake();
   void BackgroundLoop();
+  // runtime/executor.cc: takes the Response's tensors from the queue and runs them through
+  // the runner RunnerFor picks by (operation, memory kind).
   void Execute(const Response& response);
+  using Runner = void (*)(Runtime& runtime, const Response& response,
+                          std::vector<TensorEntry>& entries);
+  // nullptr when no runner does `type` on that memory (kJoin: Execute runs it itself).
+  static Runner RunnerFor(ResponseType type, bool on_device);
   // `entries` in the Response's order; an entry without a handle is a tensor this rank never
-  // submitted because it has joined: it takes part with the identity (runtime/operations.cc).
+  // submitted because it has joined: it takes part with the identity (runtime/join.cc).
   // Adds the context, logs a failure and completes every entry's handle with `status`.
   void FinishAllreduce(const Response& response, std::vector<TensorEntry>& entries,
                        Status status);
   void ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries);
+  void ExecuteDeviceAllreduce(const Response& response, std::vector<TensorEntry>& entries);
+  void ExecuteBarrier(TensorEntry& entry);
   void ExecuteJoin(const Response& response);
   // The device a joined rank reduces its identity on, for a device all-reduce it never
   // submitted: its own. That is the device given to Join, else the device of its last CUDA
