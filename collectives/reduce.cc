@@ -369,6 +369,19 @@ Status ScaleCopy(void* dst, const void* src, size_t count, DataType dtype, doubl
   return Status::OK();
 }
 
+LoweredReduce LowerReduce(ReduceOp op, double postscale, int size) {
+  LoweredReduce l;
+  l.wire_op = op;
+  l.float_postscale = postscale;
+  l.integer_postscale = postscale;
+  if (op == ReduceOp::kAverage) {
+    l.wire_op = ReduceOp::kSum;
+    l.float_postscale = postscale / size;
+    l.integer_divisor = size;
+  }
+  return l;
+}
+
 Status DivideCopy(void* dst, const void* src, size_t count, DataType dtype, int64_t divisor) {
   KOLO_RETURN_IF_ERROR(CheckDtype("DivideCopy", dtype));
   if (dtype == DataType::kBool) {

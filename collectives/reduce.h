@@ -10,7 +10,8 @@
 //    rounded back to the 16-bit type with round-to-nearest-even. Callers that want one rounding
 //    for a whole all-reduce widen to float32 first (WidenToFloat32) and narrow at the end.
 //  - NaN: Min/Max follow std::min/std::max argument order (a NaN in `inout` is kept).
-//  - Average is not a kernel op: it is Sum followed by DivideCopy.
+//  - Average is not a kernel op: it is Sum, then a division by the number of ranks (LowerReduce
+//    says how, for every caller).
 //  - Buffers: `inout` and `in` are either the same pointer or do not overlap at all; dst/src of
 //    the conversions do not overlap. bool bytes other than 0 are read as true.
 //  - Integer ScaleCopy saturates to the dtype's range (NaN -> 0); int64 values above 2^53
@@ -35,6 +36,19 @@ Status ReduceInto(void* inout, const void* in, size_t count, DataType dtype, Red
 // truncate toward zero; bool accepts only factor == 1 (kInvalidArgument otherwise). A factor of
 // exactly 1 degenerates to a copy (or nothing when dst == src).
 Status ScaleCopy(void* dst, const void* src, size_t count, DataType dtype, double factor);
+
+// How a reduction runs: what the algorithm reduces with, and what happens to its result. Every
+// all-reduce and reduce-scatter path (host and device) lowers its op here, so Average means the
+// same everywhere: a Sum over `size` ranks, then for floating dtypes one scale by
+// postscale / size, for integers an exact DivideCopy by `size` (truncating) before the
+// postscale. Other ops pass through with their postscale.
+struct LoweredReduce {
+  ReduceOp wire_op = ReduceOp::kSum;  // what the algorithm reduces with (Sum for Average)
+  double float_postscale = 1.0;       // floating dtypes: the one scale of the result
+  int64_t integer_divisor = 1;        // integer dtypes: DivideCopy by this (1: none) ...
+  double integer_postscale = 1.0;     // ... then ScaleCopy by this
+};
+LoweredReduce LowerReduce(ReduceOp op, double postscale, int size);
 
 // Integer Average: dst[i] = src[i] / divisor, truncating toward zero (C's `/`). For floating
 // dtypes this is ScaleCopy by 1/divisor. Refused for bool.

@@ -9,14 +9,9 @@
 namespace kolo {
 namespace {
 
-ReduceOp WireOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
+ReduceOp WireOp(ReduceOp op) { return LowerReduce(op, 1.0, 1).wire_op; }
 
 DataType WireType(DataType dtype) { return IsHalf(dtype) ? DataType::kFloat32 : dtype; }
-
-// Combined postscale for floating dtypes (Average folded in).
-double FloatPost(const AllreduceJob& job, int size) {
-  return job.op == ReduceOp::kAverage ? job.postscale / size : job.postscale;
-}
 
 // Tells the observer (if any) that a stage started, and that it finished when the scope ends,
 // early error returns included.
@@ -52,17 +47,20 @@ size_t LastTensor(const std::vector<FusedTensor>& tensors, size_t ti, size_t tof
 
 Status FusionExecutor::Finish(void* dst, const void* src, size_t count, const AllreduceJob& job,
                               int size) {
+  const LoweredReduce lowered = LowerReduce(job.op, job.postscale, size);
   if (IsHalf(job.dtype)) {
     NarrowFromFloat32(dst, static_cast<const float*>(src), count, job.dtype,
-                      static_cast<float>(FloatPost(job, size)));
+                      static_cast<float>(lowered.float_postscale));
     return Status::OK();
   }
-  if (IsFloatingPoint(job.dtype)) return ScaleCopy(dst, src, count, job.dtype, FloatPost(job, size));
-  if (job.op == ReduceOp::kAverage) {
-    KOLO_RETURN_IF_ERROR(DivideCopy(dst, src, count, job.dtype, size));
-    return ScaleCopy(dst, dst, count, job.dtype, job.postscale);
+  if (IsFloatingPoint(job.dtype)) {
+    return ScaleCopy(dst, src, count, job.dtype, lowered.float_postscale);
   }
-  return ScaleCopy(dst, src, count, job.dtype, job.postscale);
+  if (lowered.integer_divisor != 1) {
+    KOLO_RETURN_IF_ERROR(DivideCopy(dst, src, count, job.dtype, lowered.integer_divisor));
+    return ScaleCopy(dst, dst, count, job.dtype, lowered.integer_postscale);
+  }
+  return ScaleCopy(dst, src, count, job.dtype, lowered.integer_postscale);
 }
 
 Status FusionExecutor::Run(Communicator& comm, AllreduceAlgorithm& algorithm,

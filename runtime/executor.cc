@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "collectives/reduce.h"
 #include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 #include "runtime/runtime.h"
@@ -228,7 +229,7 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
   in.dtype = IsHalf(job.dtype) ? DataType::kFloat32 : job.dtype;
   in.count = count;
   in.bytes = count * DataTypeSize(in.dtype);
-  in.op = job.op == ReduceOp::kAverage ? ReduceOp::kSum : job.op;
+  in.op = LowerReduce(job.op, job.postscale, layout_.size).wire_op;
   auto algorithm = selector_.Select(in);
   if (!status.ok()) {
     // A failed allocation (as in ExecuteAllgather) or a broken invariant: reported below.

@@ -26,10 +26,6 @@
 namespace kolo {
 namespace {
 
-std::string Describe(const Submission& s) {
-  return OpLabel(s.op, s.name);
-}
-
 struct Malloced {
   std::unique_ptr<void, OutputBuffer::Free> p;
   explicit Malloced(size_t bytes) : p(std::malloc(bytes ? bytes : 1)) {}
@@ -46,72 +42,6 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
 
 int64_t ReducescatterShare(int64_t rows, int rank, int size) {
   return rows / size + (rank < rows % size ? 1 : 0);
-}
-
-Status ValidateScaling(const Submission& s) {
-  if (s.dtype == DataType::kBool && s.reduce_op == ReduceOp::kAverage) {
-    return InvalidArgumentError(Describe(s) + ": Average is not defined for bool");
-  }
-  if (!std::isfinite(s.prescale) || !std::isfinite(s.postscale)) {
-    return InvalidArgumentError(Describe(s) + ": scale factors must be finite");
-  }
-  if (s.dtype == DataType::kBool && (s.prescale != 1.0 || s.postscale != 1.0)) {
-    return InvalidArgumentError(Describe(s) + ": scale factors must be 1 for bool");
-  }
-  return Status::OK();
-}
-
-Status ValidateOperation(const Submission& s, int size) {
-  switch (s.op) {
-    case OpType::kReducescatter:
-      if (s.shape.empty()) {
-        return InvalidArgumentError(Describe(s) + ": reducescatter needs at least one dimension");
-      }
-      if (s.reduce_op != ReduceOp::kSum && s.reduce_op != ReduceOp::kAverage) {
-        return InvalidArgumentError(Describe(s) + ": reduce op " +
-                                    std::string(ReduceOpName(s.reduce_op)) +
-                                    " is not supported (only sum and average)");
-      }
-      return ValidateScaling(s);
-    case OpType::kAlltoall: {
-      if (s.shape.empty()) {
-        return InvalidArgumentError(Describe(s) + ": alltoall needs at least one dimension");
-      }
-      const int64_t rows = s.shape[0];
-      if (s.splits.empty()) {
-        if (rows % size != 0) {
-          return InvalidArgumentError(Describe(s) + ": first dimension " + std::to_string(rows) +
-                                      " is not divisible by " + std::to_string(size) +
-                                      " ranks (give splits)");
-        }
-        return Status::OK();
-      }
-      if (s.splits.size() != static_cast<size_t>(size)) {
-        return InvalidArgumentError(Describe(s) + ": " + std::to_string(s.splits.size()) +
-                                    " splits for " + std::to_string(size) + " ranks");
-      }
-      int64_t sum = 0;
-      for (int64_t v : s.splits) {
-        if (v < 0 || __builtin_add_overflow(sum, v, &sum)) {
-          return InvalidArgumentError(Describe(s) + ": splits " + ShapeString(s.splits) +
-                                      " has a negative entry or overflows");
-        }
-      }
-      if (sum != rows) {
-        return InvalidArgumentError(Describe(s) + ": splits " + ShapeString(s.splits) +
-                                    " sum to " + std::to_string(sum) +
-                                    ", not the first dimension " + std::to_string(rows));
-      }
-      return Status::OK();
-    }
-    case OpType::kBarrier:
-      if (!s.shape.empty() && NumElements(s.shape) != 0) {
-        return InvalidArgumentError(Describe(s) + ": a barrier carries no data");
-      }
-      return Status::OK();
-    default:
-      return Status::OK();
-  }
 }
 
 std::vector<int64_t> ResolvedSplits(const Submission& s, int size) {
@@ -194,21 +124,20 @@ Status Runtime::ExecuteReducescatter(const Response& response, TensorEntry& entr
     send = send_scratch.get();
   }
   void* recv = half ? static_cast<void*>(recv_scratch.get()) : out.data.get();
-  const ReduceOp op = response.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum
-                                                               : response.reduce_op;
-  Status s = collectives_.ReduceScatter(*data_, send, recv, counts, wire, op);
+  const LoweredReduce lowered = LowerReduce(response.reduce_op, response.postscale, size);
+  Status s = collectives_.ReduceScatter(*data_, send, recv, counts, wire, lowered.wire_op);
   if (!s.ok()) return s.AddContext(what);
 
-  const bool average = response.reduce_op == ReduceOp::kAverage;
-  const double float_post = average ? response.postscale / size : response.postscale;
   if (half) {
     NarrowFromFloat32(out.data.get(), reinterpret_cast<const float*>(recv), mine, dtype,
-                      static_cast<float>(float_post));
+                      static_cast<float>(lowered.float_postscale));
   } else if (IsFloatingPoint(dtype)) {
-    s = ScaleCopy(recv, recv, mine, dtype, float_post);
+    s = ScaleCopy(recv, recv, mine, dtype, lowered.float_postscale);
   } else {
-    if (average) s = DivideCopy(recv, recv, mine, dtype, size);
-    if (s.ok()) s = ScaleCopy(recv, recv, mine, dtype, response.postscale);
+    if (lowered.integer_divisor != 1) {
+      s = DivideCopy(recv, recv, mine, dtype, lowered.integer_divisor);
+    }
+    if (s.ok()) s = ScaleCopy(recv, recv, mine, dtype, lowered.integer_postscale);
   }
   if (!s.ok()) return s.AddContext(what);
   out.shape = shape;

@@ -1,5 +1,5 @@
-// Submission checks and helpers of the operations beyond allreduce/allgather/broadcast:
-// reducescatter, alltoall and barrier (their host Execute functions are in operations.cc too),
+// Helpers of the operations beyond allreduce/allgather/broadcast: reducescatter, alltoall and
+// barrier (their host Execute functions are in operations.cc too),
 // the parts of the operations whose output kolo allocates, and join (runtime/join.cc).
 #ifndef KOLO_RUNTIME_OPERATIONS_H_
 #define KOLO_RUNTIME_OPERATIONS_H_
@@ -12,19 +12,12 @@
 
 namespace kolo {
 
-// The op-specific submission checks of reducescatter, alltoall and barrier (the common ones,
-// name, shape and buffers, are done by the caller).
-Status ValidateOperation(const Submission& s, int size);
-// A reduction's dtype against its op and scale factors (allreduce, reducescatter): no Average
-// of bool, finite factors, factors of 1 for bool; kInvalidArgument naming the tensor.
-Status ValidateScaling(const Submission& s);
-
 // Rows of a first dimension of `rows` that rank `rank` of `size` receives from a reducescatter:
 // Horovod's rule, rows / size each, and the first rows % size ranks one more.
 int64_t ReducescatterShare(int64_t rows, int rank, int size);
 
 // An alltoall's splits with the empty "equal split" filled in (call after a successful
-// ValidateOperation).
+// ValidateSubmission, runtime/validate.h).
 std::vector<int64_t> ResolvedSplits(const Submission& s, int size);
 
 // Where the parts of the operations whose output kolo allocates go, from a Response and this

@@ -155,11 +155,15 @@ class Runtime {
   // did neither uses the submitters' device (response.device: negotiation makes every
   // submitter give the same ordinal, so it names this rank's GPU in the usual one-visible-GPU
   // or device-per-local-rank set-ups alike).
-  // One process drives one GPU, the device of its first CUDA tensor; kInvalidArgument (with
-  // `what`) for a tensor on another. Ranks agree only on host vs GPU memory, and each runs a
-  // fused group of CUDA tensors on its own device, so a second GPU in one process would let a
-  // group that fuses on every rank be refused on one of them only (its peers waiting in NCCL).
-  Status ClaimDevice(const std::string& what, int device);
+  // One process drives one GPU, the device of its first CUDA tensor; kInvalidArgument (the
+  // reason alone, as runtime/validate.h's) for a tensor on another. Ranks agree only on host vs
+  // GPU memory, and each runs a fused group of CUDA tensors on its own device, so a second GPU
+  // in one process would let a group that fuses on every rank be refused on one of them only
+  // (its peers waiting in NCCL).
+  Status ClaimDevice(int device);
+  // runtime/submit.cc: what Enqueue checks before queueing `s` (ValidateSubmission, where its
+  // memory is, ClaimDevice), filling r's device and splits; a refusal is the reason alone.
+  Status Admit(const Submission& s, Request* r);
   int JoinedDevice(const Response& response) const {
     const int given = join_device_.load(), last = last_device_.load();
     return given >= 0 ? given : last >= 0 ? last : response.device;

@@ -6,10 +6,10 @@
 #include <numeric>
 
 #include "collectives/cuda/device.h"
-#include "collectives/host/adasum_allreduce.h"
 #include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 #include "runtime/runtime.h"
+#include "runtime/validate.h"
 
 namespace kolo {
 
@@ -17,75 +17,6 @@ namespace {
 
 std::string Describe(const Submission& s) {
   return OpLabel(s.op, s.name);
-}
-
-// Adasum's coefficients need real numbers, and the tree it combines over a power-of-two
-// number of ranks. Every rank refuses alike, at submission, so none waits for the others.
-Status ValidateAdasum(const Submission& s, int size) {
-  if (!IsFloatingPoint(s.dtype)) {
-    return InvalidArgumentError(Describe(s) +
-                                ": Adasum needs a floating-point tensor (float16, bfloat16, "
-                                "float32 or float64), not " +
-                                std::string(DataTypeName(s.dtype)));
-  }
-  const Status ranks = CheckAdasumRanks(size);
-  return ranks.ok() ? ranks : Status(ranks.code(), Describe(s) + ": " + ranks.message());
-}
-
-Status Validate(const Submission& s, int size) {
-  if (s.name.empty()) return InvalidArgumentError(std::string(OpTypeName(s.op)) + ": empty name");
-  for (int64_t d : s.shape) {
-    if (d < 0) {
-      return InvalidArgumentError(Describe(s) + ": negative dimension in shape " +
-                                  ShapeString(s.shape));
-    }
-  }
-  int64_t bytes = 0;
-  if (!ShapeBytes(s.shape, s.dtype, &bytes)) {
-    return InvalidArgumentError(Describe(s) + ": shape " + ShapeString(s.shape) + " of " +
-                                std::string(DataTypeName(s.dtype)) +
-                                " is larger than 2^63-1 bytes");
-  }
-  const bool barrier_name = s.name.rfind(kBarrierPrefix, 0) == 0;
-  if (barrier_name != (s.op == OpType::kBarrier)) {
-    return InvalidArgumentError(Describe(s) + ": names starting with '" + kBarrierPrefix +
-                                "' are reserved for barriers");
-  }
-  const bool join_name = s.name.rfind(kJoinPrefix, 0) == 0;
-  if (join_name != (s.op == OpType::kJoin)) {
-    return InvalidArgumentError(Describe(s) + ": names starting with '" + kJoinPrefix +
-                                "' are reserved for join");
-  }
-  const int64_t count = NumElements(s.shape);
-  const bool kolo_allocates = s.op == OpType::kAllgather || s.op == OpType::kReducescatter ||
-                              s.op == OpType::kAlltoall;
-  if (count > 0 && !s.input) return InvalidArgumentError(Describe(s) + ": input is NULL");
-  if (count > 0 && !kolo_allocates && !s.output) {
-    return InvalidArgumentError(Describe(s) + ": output is NULL");
-  }
-  switch (s.op) {
-    case OpType::kAllreduce:
-      if (s.reduce_op == ReduceOp::kAdasum) KOLO_RETURN_IF_ERROR(ValidateAdasum(s, size));
-      KOLO_RETURN_IF_ERROR(ValidateScaling(s));
-      break;
-    case OpType::kAllgather:
-      if (s.shape.empty()) {
-        return InvalidArgumentError(Describe(s) + ": allgather needs at least one dimension");
-      }
-      break;
-    case OpType::kBroadcast:
-      if (s.root < 0 || s.root >= size) {
-        return InvalidArgumentError(Describe(s) + ": root rank " + std::to_string(s.root) +
-                                    " is outside [0, " + std::to_string(size) + ")");
-      }
-      break;
-    case OpType::kReducescatter:
-    case OpType::kAlltoall:
-    case OpType::kBarrier:
-    case OpType::kJoin:
-      return ValidateOperation(s, size);
-  }
-  return Status::OK();
 }
 
 // The Request every rank's coordinator sees for a submission made on `rank`.
@@ -110,7 +41,8 @@ std::string Where(const PointerKind& k) {
 
 // Sets r->device from the submission (or from its buffers, asking CUDA); kInvalidArgument when
 // input and output are in different memories, or for a reduction of CUDA tensors the device
-// path cannot do (DeviceReductionRefusal: a dtype NCCL has not, integer Average).
+// path cannot do (DeviceReductionRefusal: a dtype NCCL has not, integer Average). The message
+// is the reason alone, as ValidateSubmission's.
 Status ResolveDevice(const Submission& s, Request* r) {
   int device = s.device;
   if (device == kDetectDevice) {
@@ -119,8 +51,8 @@ Status ResolveDevice(const Submission& s, Request* r) {
       const PointerKind in = ClassifyPointer(s.input);
       const PointerKind out = s.output != nullptr ? ClassifyPointer(s.output) : in;
       if (in.memory != out.memory || in.device != out.device) {
-        return InvalidArgumentError(Describe(s) + ": input is in " + Where(in) + ", output in " +
-                                    Where(out) + "; both must be in the same memory");
+        return InvalidArgumentError("input is in " + Where(in) + ", output in " + Where(out) +
+                                    "; both must be in the same memory");
       }
       device = in.memory == MemoryKind::kCuda ? in.device : -1;
     }
@@ -129,8 +61,8 @@ Status ResolveDevice(const Submission& s, Request* r) {
   if (device >= 0 && reduces) {
     const std::string why = DeviceReductionRefusal(s.dtype, s.reduce_op);
     if (!why.empty()) {
-      return InvalidArgumentError(Describe(s) + ": " + std::string(DataTypeName(s.dtype)) +
-                                  " tensor on cuda:" + std::to_string(device) + ": " + why);
+      return InvalidArgumentError(std::string(DataTypeName(s.dtype)) + " tensor on cuda:" +
+                                  std::to_string(device) + ": " + why);
     }
   }
   r->device = device;
@@ -139,64 +71,69 @@ Status ResolveDevice(const Submission& s, Request* r) {
 
 }  // namespace
 
-Status Runtime::ClaimDevice(const std::string& what, int device) {
+Status Runtime::ClaimDevice(int device) {
   if (device < 0) return Status::OK();
   int mine = -1;
   if (process_device_.compare_exchange_strong(mine, device) || mine == device) {
     return Status::OK();
   }
-  return InvalidArgumentError(what + ": on cuda:" + std::to_string(device) +
+  return InvalidArgumentError("on cuda:" + std::to_string(device) +
                               ", but this process's CUDA tensors are on cuda:" +
                               std::to_string(mine) +
                               " (its first); kolo drives one GPU per process");
+}
+
+Status Runtime::Admit(const Submission& s, Request* r) {
+  KOLO_RETURN_IF_ERROR(ValidateSubmission(s, layout_.size));
+  KOLO_RETURN_IF_ERROR(ResolveDevice(s, r));
+  if (s.op == OpType::kAlltoall) r->splits = ResolvedSplits(s, layout_.size);
+  KOLO_RETURN_IF_ERROR(ClaimDevice(r->device));
+  if (r->device >= 0) last_device_ = r->device;
+  return Status::OK();
 }
 
 StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   TensorEntry entry;
   entry.request = RequestOf(s, layout_.rank);
   Request& r = entry.request;
-  Status valid = Validate(s, layout_.size);
-  if (valid.ok()) valid = ResolveDevice(s, &r);
-  if (valid.ok() && s.op == OpType::kAlltoall) r.splits = ResolvedSplits(s, layout_.size);
-  if (valid.ok()) valid = ClaimDevice(Describe(s), r.device);
-  if (valid.ok() && r.device >= 0) last_device_ = r.device;
+  if (s.name.empty()) return InvalidArgumentError(std::string(OpTypeName(s.op)) + ": empty name");
+  // `reason`: why this rank refuses the submission, announced to the peers as it is; the
+  // caller's error is labelled with the operation and the name.
+  Status reason = Admit(s, &r);
   std::unique_lock<std::mutex> join_lock(join_mu_);
   if (!join_name_.empty()) {
     if (s.op == OpType::kJoin) {
       return FailedPreconditionError("join: rank " + std::to_string(layout_.rank) +
                                      " has already joined (one thread per rank)");
     }
-    if (valid.ok()) {
-      valid = FailedPreconditionError(Describe(s) + ": rank " + std::to_string(layout_.rank) +
-                                      " has joined; no operation can be submitted until every "
-                                      "rank has joined");
+    if (reason.ok()) {
       r.refused = kRefusedJoined;
       queue_.AddRefused(r);
       join_lock.unlock();
       Wake();
-      return valid;
+      return FailedPreconditionError(Describe(s) + ": rank " + std::to_string(layout_.rank) +
+                                     " has joined; no operation can be submitted until every "
+                                     "rank has joined");
     }
   }
   if (s.op != OpType::kJoin) join_lock.unlock();
-  if (valid.ok() && r.device >= 0 && s.ready_stream != nullptr) {
+  if (reason.ok() && r.device >= 0 && s.ready_stream != nullptr) {
     auto ev = RecordReadyEvent(r.device, s.ready_stream);
     if (ev.ok()) {
       entry.ready_event = *ev;
     } else {
-      valid = Status(ev.status()).AddContext(Describe(s));
+      reason = ev.status();
     }
   }
-  if (!valid.ok()) {
+  if (!reason.ok()) {
     // The peers have submitted or will submit this name too: tell the coordinator, so they
-    // get an error instead of waiting for this rank forever. A nameless one cannot be matched.
-    if (!s.name.empty() && s.op != OpType::kJoin) {
-      const std::string prefix = Describe(s) + ": ";
-      r.refused = valid.message().rfind(prefix, 0) == 0 ? valid.message().substr(prefix.size())
-                                                         : valid.message();
+    // get an error instead of waiting for this rank forever.
+    if (s.op != OpType::kJoin) {
+      r.refused = reason.message();
       queue_.AddRefused(r);
       Wake();
     }
-    return valid;
+    return Status(reason.code(), Describe(s) + ": " + reason.message());
   }
   entry.input = s.input;
   entry.output = s.output;
@@ -252,6 +189,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
   }
   std::vector<TensorEntry> entries(group.size());
   Status bad;
+  std::string bad_reason;
   size_t bad_index = 0;
   for (size_t i = 0; i < group.size(); ++i) {
     const Submission& s = group[i];
@@ -259,22 +197,24 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
     r = RequestOf(s, layout_.rank);
     r.group = group[0].name;
     r.group_size = static_cast<int32_t>(group.size());
-    Status v = s.op == op ? Validate(s, layout_.size)
-                          : InvalidArgumentError(Describe(s) + ": a group holds one operation (" +
-                                                 std::string(OpTypeName(op)) + ")");
-    if (v.ok()) v = ResolveDevice(s, &r);
-    if (v.ok()) v = ClaimDevice(Describe(s), r.device);
-    if (v.ok() && r.device >= 0) last_device_ = r.device;
+    // Why this member is refused, without its label (as Enqueue's `reason`).
+    Status v = s.name.empty()
+                   ? InvalidArgumentError("empty name")
+                   : s.op == op ? Admit(s, &r)
+                                : InvalidArgumentError("a group holds one operation (" +
+                                                       std::string(OpTypeName(op)) + ")");
     if (v.ok() && r.device >= 0 && s.ready_stream != nullptr) {
       auto ev = RecordReadyEvent(r.device, s.ready_stream);
       if (ev.ok()) {
         entries[i].ready_event = *ev;
       } else {
-        v = Status(ev.status()).AddContext(Describe(s));
+        v = ev.status();
       }
     }
     if (!v.ok() && bad.ok()) {
-      bad = v;
+      bad_reason = v.message();
+      const std::string label = s.name.empty() ? std::string(OpTypeName(s.op)) : Describe(s);
+      bad = Status(v.code(), label + ": " + v.message());
       bad_index = i;
     }
     entries[i].input = s.input;
@@ -302,9 +242,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
       if (joined) {
         r.refused = kRefusedJoined;
       } else if (i == bad_index) {
-        const std::string prefix = Describe(group[i]) + ": ";
-        r.refused = bad.message().rfind(prefix, 0) == 0 ? bad.message().substr(prefix.size())
-                                                        : bad.message();
+        r.refused = bad_reason;
       } else {
         r.refused = "grouped with '" + bad_name + "', which was refused: " + bad.message();
       }

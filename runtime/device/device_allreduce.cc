@@ -3,6 +3,7 @@
 #include <string>
 
 #include "collectives/cuda/device.h"
+#include "collectives/reduce.h"
 #include "kolo/config.h"
 
 #if KOLO_WITH_CUDA
@@ -97,15 +98,12 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
   }
   KOLO_RETURN_IF_ERROR(waited);
 
-  ReduceOp op = job.op;
-  double postscale = job.postscale;
-  if (op == ReduceOp::kAverage) {
-    if (!IsFloating(job.dtype)) {
-      return UnimplementedError("Average of integer CUDA tensors is not supported (use Sum)");
-    }
-    op = ReduceOp::kSum;
-    postscale /= comm.Size();
+  if (job.op == ReduceOp::kAverage && !IsFloating(job.dtype)) {
+    return UnimplementedError("Average of integer CUDA tensors is not supported (use Sum)");
   }
+  const LoweredReduce lowered = LowerReduce(job.op, job.postscale, comm.Size());
+  const ReduceOp op = lowered.wire_op;
+  const double postscale = lowered.float_postscale;
   size_t total = 0;
   for (const FusedTensor& t : job.tensors) total += t.count;
   if (total == 0) return Status::OK();

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "collectives/nccl/nccl_supports.h"
+#include "collectives/reduce.h"
 #include "kolo/config.h"
 #include "runtime/device/device_ops.h"
 
@@ -86,7 +87,8 @@ Status EnqueueReducescatter(Communicator& comm, int device, cudaStream_t stream,
   KOLO_RETURN_IF_ERROR(EnqueueNcclReduceScatter(comm, device, send, result->output.data.get(),
                                                 plan.padded, dtype, ReduceOp::kSum)
                            .AddContext("NCCL reduce-scatter"));
-  const double post = op == ReduceOp::kAverage ? postscale / size : postscale;
+  // Integer Average was refused before (DeviceReductionRefusal): the float scale is all.
+  const double post = LowerReduce(op, postscale, size).float_postscale;
   if (post != 1.0 && counts[rank] > 0) {
     void* mine = result->output.data.get();
     KOLO_RETURN_IF_ERROR(BatchedScaleCopy({{mine, mine, counts[rank]}}, dtype, post, stream)

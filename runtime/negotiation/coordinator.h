@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/rank_list.h"
 #include "protocol/message.h"
 
 namespace kolo {
@@ -133,9 +134,6 @@ class Coordinator {
   std::unordered_map<std::string, GroupSeen> groups_;  // group key -> what arrived, until settled
   std::vector<Response> failed_groups_;                // emitted first by the next TakeReady
 };
-
-// "0", "1,3", "0-2,5": ranks in ascending order, runs collapsed.
-std::string RankList(const std::vector<int>& ranks);
 
 // Validates the Requests of one name (one per rank, index = rank) and builds its Response.
 Response BuildResponse(const std::vector<Request>& by_rank);

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/rank_list.h"
 #include "kolo/config.h"
 
 #if KOLO_WITH_PMIX
@@ -14,7 +15,6 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "runtime/negotiation/coordinator.h"  // RankList
 #endif
 
 namespace kolo {

@@ -1,0 +1,15 @@
+// Ranks as the error messages name them.
+#ifndef KOLO_BASE_RANK_LIST_H_
+#define KOLO_BASE_RANK_LIST_H_
+
+#include <string>
+#include <vector>
+
+namespace kolo {
+
+// "0", "1,3", "0-2,5": ranks in ascending order, runs of three or more collapsed.
+std::string RankList(const std::vector<int>& ranks);
+
+}  // namespace kolo
+
+#endif  // KOLO_BASE_RANK_LIST_H_

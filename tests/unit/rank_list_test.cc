@@ -1,0 +1,19 @@
+// RankList (base/rank_list.h): how every error message names a set of ranks.
+#include "base/rank_list.h"
+
+#include <gtest/gtest.h>
+
+namespace kolo {
+namespace {
+
+TEST(RankList, RunsOfThreeOrMoreCollapseToARange) {
+  EXPECT_EQ(RankList({}), "");
+  EXPECT_EQ(RankList({0}), "0");
+  EXPECT_EQ(RankList({1, 3}), "1,3");
+  EXPECT_EQ(RankList({0, 1}), "0,1");        // a run of two stays a list
+  EXPECT_EQ(RankList({0, 1, 2, 5}), "0-2,5");
+  EXPECT_EQ(RankList({2, 4, 5, 6, 7, 9, 10}), "2,4-7,9,10");
+}
+
+}  // namespace
+}  // namespace kolo
