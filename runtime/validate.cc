@@ -1,8 +1,10 @@
+// The messages are built with fmt: each reads as the sentence it prints.
 #include "runtime/validate.h"
 
 #include <cmath>
 #include <string>
 
+#include "base/logging.h"  // fmt
 #include "collectives/host/adasum_allreduce.h"
 
 namespace kolo {
@@ -12,9 +14,9 @@ namespace {
 // number of ranks. Every rank refuses alike, at submission, so none waits for the others.
 Status ValidateAdasum(const Submission& s, int size) {
   if (!IsFloatingPoint(s.dtype)) {
-    return InvalidArgumentError(
-        "Adasum needs a floating-point tensor (float16, bfloat16, float32 or float64), not " +
-        std::string(DataTypeName(s.dtype)));
+    return InvalidArgumentError(fmt::format(
+        "Adasum needs a floating-point tensor (float16, bfloat16, float32 or float64), not {}",
+        DataTypeName(s.dtype)));
   }
   return CheckAdasumRanks(size);
 }
@@ -23,27 +25,24 @@ Status ValidateSplits(const Submission& s, int size) {
   const int64_t rows = s.shape[0];
   if (s.splits.empty()) {
     if (rows % size != 0) {
-      return InvalidArgumentError("first dimension " + std::to_string(rows) +
-                                  " is not divisible by " + std::to_string(size) +
-                                  " ranks (give splits)");
+      return InvalidArgumentError(fmt::format(
+          "first dimension {} is not divisible by {} ranks (give splits)", rows, size));
     }
     return Status::OK();
   }
   if (s.splits.size() != static_cast<size_t>(size)) {
-    return InvalidArgumentError(std::to_string(s.splits.size()) + " splits for " +
-                                std::to_string(size) + " ranks");
+    return InvalidArgumentError(fmt::format("{} splits for {} ranks", s.splits.size(), size));
   }
   int64_t sum = 0;
   for (int64_t v : s.splits) {
     if (v < 0 || __builtin_add_overflow(sum, v, &sum)) {
-      return InvalidArgumentError("splits " + ShapeString(s.splits) +
-                                  " has a negative entry or overflows");
+      return InvalidArgumentError(
+          fmt::format("splits {} has a negative entry or overflows", ShapeString(s.splits)));
     }
   }
   if (sum != rows) {
-    return InvalidArgumentError("splits " + ShapeString(s.splits) + " sum to " +
-                                std::to_string(sum) + ", not the first dimension " +
-                                std::to_string(rows));
+    return InvalidArgumentError(fmt::format("splits {} sum to {}, not the first dimension {}",
+                                            ShapeString(s.splits), sum, rows));
   }
   return Status::OK();
 }
@@ -52,23 +51,25 @@ Status ValidateSplits(const Submission& s, int size) {
 
 Status ValidateSubmission(const Submission& s, int size) {
   for (int64_t d : s.shape) {
-    if (d < 0) return InvalidArgumentError("negative dimension in shape " + ShapeString(s.shape));
+    if (d < 0) {
+      return InvalidArgumentError(
+          fmt::format("negative dimension in shape {}", ShapeString(s.shape)));
+    }
   }
   int64_t bytes = 0;
   if (!ShapeBytes(s.shape, s.dtype, &bytes)) {
-    return InvalidArgumentError("shape " + ShapeString(s.shape) + " of " +
-                                std::string(DataTypeName(s.dtype)) +
-                                " is larger than 2^63-1 bytes");
+    return InvalidArgumentError(fmt::format("shape {} of {} is larger than 2^63-1 bytes",
+                                            ShapeString(s.shape), DataTypeName(s.dtype)));
   }
   const bool barrier_name = s.name.rfind(kBarrierPrefix, 0) == 0;
   if (barrier_name != (s.op == OpType::kBarrier)) {
-    return InvalidArgumentError(std::string("names starting with '") + kBarrierPrefix +
-                                "' are reserved for barriers");
+    return InvalidArgumentError(
+        fmt::format("names starting with '{}' are reserved for barriers", kBarrierPrefix));
   }
   const bool join_name = s.name.rfind(kJoinPrefix, 0) == 0;
   if (join_name != (s.op == OpType::kJoin)) {
-    return InvalidArgumentError(std::string("names starting with '") + kJoinPrefix +
-                                "' are reserved for join");
+    return InvalidArgumentError(
+        fmt::format("names starting with '{}' are reserved for join", kJoinPrefix));
   }
   const int64_t count = NumElements(s.shape);
   const bool kolo_allocates = s.op == OpType::kAllgather || s.op == OpType::kReducescatter ||
@@ -88,8 +89,8 @@ Status ValidateOperation(const Submission& s, int size) {
       return Status::OK();
     case OpType::kBroadcast:
       if (s.root < 0 || s.root >= size) {
-        return InvalidArgumentError("root rank " + std::to_string(s.root) + " is outside [0, " +
-                                    std::to_string(size) + ")");
+        return InvalidArgumentError(
+            fmt::format("root rank {} is outside [0, {})", s.root, size));
       }
       return Status::OK();
     case OpType::kReducescatter:
@@ -97,8 +98,8 @@ Status ValidateOperation(const Submission& s, int size) {
         return InvalidArgumentError("reducescatter needs at least one dimension");
       }
       if (s.reduce_op != ReduceOp::kSum && s.reduce_op != ReduceOp::kAverage) {
-        return InvalidArgumentError("reduce op " + std::string(ReduceOpName(s.reduce_op)) +
-                                    " is not supported (only sum and average)");
+        return InvalidArgumentError(fmt::format(
+            "reduce op {} is not supported (only sum and average)", ReduceOpName(s.reduce_op)));
       }
       return ValidateScaling(s);
     case OpType::kAlltoall:

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/logging.h"  // fmt
+
 namespace kolo {
 namespace {
 
@@ -48,8 +50,9 @@ Status AgreeOnStart(Bootstrap& bootstrap, const Status& local, const Config& con
     int ok = 0;
     in >> ok;
     if (!ok) {
-      return FailedPreconditionError("kolo_init: rank " + std::to_string(r) +
-                                     " could not start kolo (see its error); no rank starts");
+      return FailedPreconditionError(
+          fmt::format("kolo_init: rank {} could not start kolo (see its error); no rank starts",
+                      r));
     }
     for (auto& knob : values) in >> knob[r];
   }
@@ -57,11 +60,10 @@ Status AgreeOnStart(Bootstrap& bootstrap, const Status& local, const Config& con
     const auto lo = Extreme(values[k], /*want_max=*/false);
     const auto hi = Extreme(values[k], /*want_max=*/true);
     if (lo.first != hi.first) {
-      return InvalidArgumentError("kolo_init: " + std::string(shared[k].first) +
-                                  " must be the same on every rank: rank " +
-                                  std::to_string(lo.second) + " has " + std::to_string(lo.first) +
-                                  ", rank " + std::to_string(hi.second) + " has " +
-                                  std::to_string(hi.first));
+      return InvalidArgumentError(
+          fmt::format("kolo_init: {} must be the same on every rank: rank {} has {}, "
+                      "rank {} has {}",
+                      shared[k].first, lo.second, lo.first, hi.second, hi.first));
     }
   }
   return Status::OK();

@@ -81,7 +81,9 @@ StatusOr<int> ProcessSets::Add(const std::vector<int>& requested) {
     std::lock_guard<std::mutex> lock(mu_);
     global = global_;
   }
-  if (!global || !bootstrap_) return FailedPreconditionError("add_process_set: kolo is not initialized");
+  if (!global || !bootstrap_) {
+    return FailedPreconditionError("add_process_set: kolo is not initialized");
+  }
   const int size = bootstrap_->Size();
   std::vector<int> ranks = requested;
   std::sort(ranks.begin(), ranks.end());

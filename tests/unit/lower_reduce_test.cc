@@ -49,7 +49,8 @@ TEST(LowerReduce, IntegerAndFloatAveragesMatchTheFloat64Reference) {
           fin[i] = static_cast<float>(in[i]);
         }
         ASSERT_TRUE(ReduceInto(isum.data(), in.data(), kCount, DataType::kInt32, l.wire_op).ok());
-        ASSERT_TRUE(ReduceInto(fsum.data(), fin.data(), kCount, DataType::kFloat32, l.wire_op).ok());
+        ASSERT_TRUE(
+            ReduceInto(fsum.data(), fin.data(), kCount, DataType::kFloat32, l.wire_op).ok());
       }
       std::vector<int32_t> iout(kCount);
       ASSERT_TRUE(DivideCopy(iout.data(), isum.data(), kCount, DataType::kInt32,
