@@ -15,4 +15,10 @@ std::string RankList(const std::vector<int>& ranks) {
   return out;
 }
 
+std::string BracketedRanks(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
 }  // namespace kolo

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "base/logging.h"
+#include "base/rank_list.h"
 #include "collectives/mpi/mpi_call.h"
 #include "runtime/peer_watch.h"
 #include "runtime/world/start_fence.h"
@@ -118,10 +119,7 @@ StatusOr<MPI_Comm> CommOfWorldRanks(const std::vector<int>& ranks) {
   int world_rank = 0, world_size = 0;
   KOLO_MPI_CALL(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
   KOLO_MPI_CALL(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
-  std::string list = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) list += (i ? "," : "") + std::to_string(ranks[i]);
-  list += "]";
-  const std::string what = "kolo_init_ranks " + list + ": ";
+  const std::string what = "kolo_init_ranks " + BracketedRanks(ranks) + ": ";
   if (ranks.empty()) return InvalidArgumentError(what + "the list of ranks is empty");
   std::vector<int> sorted = ranks;
   std::sort(sorted.begin(), sorted.end());

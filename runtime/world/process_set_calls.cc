@@ -2,16 +2,10 @@
 
 #include <algorithm>
 
-#include "runtime/negotiation/coordinator.h"
+#include "base/rank_list.h"
 
 namespace kolo {
 namespace {
-
-std::string List(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
 
 std::string Ranks(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks);
@@ -21,7 +15,8 @@ std::string Ranks(const std::vector<int>& ranks) {
 
 std::string ProcessSetCall::ToString() const {
   if (kind == kRemove) return "remove_process_set(" + std::to_string(id) + ")";
-  return "add_process_set(" + (valid ? List(ranks) : std::string("an invalid list")) + ")";
+  return "add_process_set(" + (valid ? BracketedRanks(ranks) : std::string("an invalid list")) +
+         ")";
 }
 
 std::vector<int32_t> EncodeCall(const ProcessSetCall& call, int size) {
@@ -70,7 +65,7 @@ std::string DescribeDifferences(const std::vector<ProcessSetCall>& calls) {
     const bool one = callers[g].size() == 1;
     msg += (g ? ", " : "") + Ranks(callers[g]);
     if (all_add) {
-      msg += " passed " + (c.valid ? List(c.ranks) : std::string("an invalid list"));
+      msg += " passed " + (c.valid ? BracketedRanks(c.ranks) : std::string("an invalid list"));
     } else if (all_remove) {
       msg += (one ? " removes " : " remove ") + std::to_string(c.id);
     } else {

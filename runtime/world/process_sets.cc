@@ -5,16 +5,11 @@
 #include <mutex>
 
 #include "base/logging.h"
+#include "base/rank_list.h"
 #include "runtime/world/process_set_calls.h"
 
 namespace kolo {
 namespace {
-
-std::string List(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
 
 // Every rank's call, and OK when all made the same one; else why not, the same on every rank.
 // `what` is this rank's call for the message ("remove_process_set(1)").
@@ -27,9 +22,8 @@ Status Agree(Runtime& global, const ProcessSetCall& mine, const std::string& wha
   const bool same_kind = std::all_of(calls->begin(), calls->end(), [&](const ProcessSetCall& c) {
     return c.kind == mine.kind;
   });
-  return InvalidArgumentError(what + ": " +
-                              (same_kind ? rule : "every rank must make the same process-set call") +
-                              ": " + differ);
+  const std::string why = same_kind ? rule : "every rank must make the same process-set call";
+  return InvalidArgumentError(what + ": " + why + ": " + differ);
 }
 
 }  // namespace
@@ -68,7 +62,7 @@ std::shared_ptr<Runtime> ProcessSets::RuntimeOf(int id, const std::string& what,
   if (!it->second.runtime) {
     *why = InvalidArgumentError(what + ": rank " + std::to_string(global_->layout().rank) +
                                 " is not in process set " + std::to_string(id) + " " +
-                                List(it->second.ranks));
+                                BracketedRanks(it->second.ranks));
     return nullptr;
   }
   return it->second.runtime;
@@ -91,10 +85,10 @@ StatusOr<int> ProcessSets::Add(const std::vector<int>& requested) {
   if (ranks.empty()) {
     local = InvalidArgumentError("add_process_set: the list of ranks is empty");
   } else if (ranks.front() < 0 || ranks.back() >= size) {
-    local = InvalidArgumentError("add_process_set: ranks " + List(requested) +
+    local = InvalidArgumentError("add_process_set: ranks " + BracketedRanks(requested) +
                                  " include one outside [0, " + std::to_string(size) + ")");
   } else if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
-    local = InvalidArgumentError("add_process_set: ranks " + List(requested) +
+    local = InvalidArgumentError("add_process_set: ranks " + BracketedRanks(requested) +
                                  " name a rank twice");
   }
   // Collective from here on: every rank learns every rank's list, so all fail or all succeed.
@@ -110,7 +104,7 @@ StatusOr<int> ProcessSets::Add(const std::vector<int>& requested) {
     for (const auto& [id, set] : sets_) {
       if (set.ranks == ranks) {
         return InvalidArgumentError("add_process_set: process set " + std::to_string(id) +
-                                    " already has ranks " + List(ranks));
+                                    " already has ranks " + BracketedRanks(ranks));
       }
     }
   }
@@ -124,7 +118,7 @@ StatusOr<int> ProcessSets::Add(const std::vector<int>& requested) {
   config.node_grouping.clear();
   auto transports = bootstrap_->ConnectSubset(ranks, config);
   if (!transports.ok()) {
-    return Status(transports.status()).AddContext("add_process_set " + List(ranks));
+    return Status(transports.status()).AddContext("add_process_set " + BracketedRanks(ranks));
   }
   Set set;
   set.ranks = ranks;
@@ -134,12 +128,12 @@ StatusOr<int> ProcessSets::Add(const std::vector<int>& requested) {
                                             std::move(transports->data));
     set.runtime->SetCostModel(cost_);
     Status started = set.runtime->Start();
-    if (!started.ok()) return started.AddContext("add_process_set " + List(ranks));
+    if (!started.ok()) return started.AddContext("add_process_set " + BracketedRanks(ranks));
   }
   std::lock_guard<std::mutex> lock(mu_);
   const int id = next_id_++;
   sets_.emplace(id, std::move(set));
-  KOLO_LOG_DEBUG("process_set", "process set {} = {}", id, List(ranks));
+  KOLO_LOG_DEBUG("process_set", "process set {} = {}", id, BracketedRanks(ranks));
   return id;
 }
 

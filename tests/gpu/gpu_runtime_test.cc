@@ -150,33 +150,16 @@ TEST(GpuRuntime, AllgatherWaitsForTheFrameworksStream) {
   KOLO_SKIP_WITHOUT_GPU();
   if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
   testing::RunRuntimes(1, testing::FastConfig(), [&](Runtime& rt) {
-    const size_t n = 1 << 20, big = size_t{1} << 30;
-    float* t = nullptr;
-    void* a = nullptr;
-    void* b = nullptr;
-    ASSERT_EQ(cudaMalloc(&t, n * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&a, big), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&b, big), cudaSuccess);
-    std::vector<float> ones(n, 1.0f);
-    ASSERT_EQ(cudaMemcpy(t, ones.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    cudaStream_t framework = nullptr;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&framework, cudaStreamNonBlocking), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(b, a, big, cudaMemcpyDeviceToDevice, framework), cudaSuccess);
-    ASSERT_EQ(cudaMemsetAsync(t, 0, n * 4, framework), cudaSuccess);
-    Submission s = DeviceSubmission(OpType::kAllgather, "ordered_gather", t, DataType::kFloat32,
-                                    {static_cast<int64_t>(n)});
-    s.ready_stream = framework;
+    const size_t n = 1 << 20;
+    const gpu_testing::ZerosBehindACopy busy(n);
+    ASSERT_TRUE(busy.ok());
+    Submission s = DeviceSubmission(OpType::kAllgather, "ordered_gather", busy.tensor(),
+                                    DataType::kFloat32, {static_cast<int64_t>(n)});
+    s.ready_stream = busy.framework();
     auto h = rt.Enqueue(s);
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     ASSERT_TRUE(testing::WaitFor(**h).ok());
-    std::vector<float> got(n);
-    ASSERT_EQ(cudaMemcpy(got.data(), (*h)->output().data.get(), n * 4, cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    for (size_t i = 0; i < n; i += 4093) ASSERT_EQ(got[i], 0.0f) << "element " << i;
-    cudaStreamDestroy(framework);
-    cudaFree(t);
-    cudaFree(a);
-    cudaFree(b);
+    EXPECT_TRUE(busy.AllZero((*h)->output().data.get()));
   });
 }
 

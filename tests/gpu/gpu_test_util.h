@@ -3,6 +3,7 @@
 #ifndef KOLO_TESTS_GPU_GPU_TEST_UTIL_H_
 #define KOLO_TESTS_GPU_GPU_TEST_UTIL_H_
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -33,6 +34,57 @@ inline const DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,    Da
                                DataType::kInt16,   DataType::kInt32,   DataType::kInt64,
                                DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                                DataType::kFloat64, DataType::kBool};
+
+// For the ready-event tests: a float tensor of `n` ones on the current device whose last write,
+// a memset to zero, is queued on a framework stream behind a 1 GiB device copy. A kolo operation
+// that waits for `framework` sees zeros; one that does not, ones. Freed with the object.
+class ZerosBehindACopy {
+ public:
+  explicit ZerosBehindACopy(size_t n) : n_(n) {
+    const size_t big = size_t{1} << 30;
+    ok_ = cudaMalloc(&tensor_, n * 4) == cudaSuccess && cudaMalloc(&a_, big) == cudaSuccess &&
+          cudaMalloc(&b_, big) == cudaSuccess;
+    const std::vector<float> ones(n, 1.0f);
+    ok_ = ok_ && cudaMemcpy(tensor_, ones.data(), n * 4, cudaMemcpyHostToDevice) == cudaSuccess;
+    ok_ = ok_ && cudaStreamCreateWithFlags(&framework_, cudaStreamNonBlocking) == cudaSuccess;
+    ok_ = ok_ && cudaMemcpyAsync(b_, a_, big, cudaMemcpyDeviceToDevice, framework_) == cudaSuccess;
+    ok_ = ok_ && cudaMemsetAsync(tensor_, 0, n * 4, framework_) == cudaSuccess;
+  }
+  ~ZerosBehindACopy() {
+    if (framework_) cudaStreamDestroy(framework_);
+    cudaFree(tensor_);
+    cudaFree(a_);
+    cudaFree(b_);
+  }
+  ZerosBehindACopy(const ZerosBehindACopy&) = delete;
+  ZerosBehindACopy& operator=(const ZerosBehindACopy&) = delete;
+
+  bool ok() const { return ok_; }  // every CUDA call of the set-up succeeded
+  float* tensor() const { return tensor_; }
+  cudaStream_t framework() const { return framework_; }
+
+  // Whether every 4093rd element of `device_data` (n floats) is zero.
+  ::testing::AssertionResult AllZero(const void* device_data) const {
+    std::vector<float> got(n_);
+    if (cudaMemcpy(got.data(), device_data, n_ * 4, cudaMemcpyDeviceToHost) != cudaSuccess) {
+      return ::testing::AssertionFailure() << "cudaMemcpy of the result failed";
+    }
+    for (size_t i = 0; i < n_; i += 4093) {
+      if (got[i] != 0.0f) {
+        return ::testing::AssertionFailure() << "element " << i << " is " << got[i];
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+ private:
+  size_t n_;
+  bool ok_ = false;
+  float* tensor_ = nullptr;
+  void* a_ = nullptr;
+  void* b_ = nullptr;
+  cudaStream_t framework_ = nullptr;
+};
 
 }  // namespace gpu_testing
 }  // namespace kolo

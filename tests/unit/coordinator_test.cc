@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include "runtime/negotiation/coordinator.h"
+#include "tests/harness/requests.h"
 
 namespace kolo {
 namespace {
+
+using testing::RequestListOf;
 
 Request Req(int rank, const std::string& name, std::vector<int64_t> shape,
             OpType op = OpType::kAllreduce) {
@@ -15,25 +18,19 @@ Request Req(int rank, const std::string& name, std::vector<int64_t> shape,
   return r;
 }
 
-RequestList List(std::vector<Request> reqs) {
-  RequestList l;
-  l.requests = std::move(reqs);
-  return l;
-}
-
 TEST(Coordinator, ReadyOnlyWhenEveryRankSubmitted) {
   Coordinator c(3);
-  c.Add(List({Req(0, "a", {2}), Req(0, "b", {2})}), 0);
-  c.Add(List({Req(1, "b", {2}), Req(1, "a", {2})}), 1);
+  c.Add(RequestListOf({Req(0, "a", {2}), Req(0, "b", {2})}), 0);
+  c.Add(RequestListOf({Req(1, "b", {2}), Req(1, "a", {2})}), 1);
   EXPECT_TRUE(c.TakeReady().empty());
-  c.Add(List({Req(2, "b", {2})}), 2);
+  c.Add(RequestListOf({Req(2, "b", {2})}), 2);
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].names, std::vector<std::string>{"b"});
   EXPECT_EQ(ready[0].type, ResponseType::kAllreduce);
   EXPECT_EQ(ready[0].counts, std::vector<int64_t>{2});
   EXPECT_EQ(c.pending(), 1u);
-  c.Add(List({Req(2, "a", {2})}), 2);
+  c.Add(RequestListOf({Req(2, "a", {2})}), 2);
   ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].names[0], "a");
@@ -56,7 +53,8 @@ TEST(Coordinator, MismatchMessagesNameTensorRanksAndValues) {
   EXPECT_EQ(build({a, b, c}).error,
             "allreduce 'x': postscale factor mismatch: ranks 0,1 have 1, rank 2 has 0.5");
 
-  Request g0 = Req(0, "g", {5, 3}, OpType::kAllgather), g1 = Req(1, "g", {2, 4}, OpType::kAllgather);
+  Request g0 = Req(0, "g", {5, 3}, OpType::kAllgather),
+          g1 = Req(1, "g", {2, 4}, OpType::kAllgather);
   EXPECT_EQ(build({g0, g1}).error,
             "allgather 'g': shape (all but the first dimension) mismatch: rank 0 has [5,3], "
             "rank 1 has [2,4]");
@@ -72,7 +70,9 @@ TEST(Coordinator, MismatchMessagesNameTensorRanksAndValues) {
 
 TEST(Coordinator, RanksThatAgreeAreGrouped) {
   std::vector<Request> reqs;
-  for (int r = 0; r < 7; ++r) reqs.push_back(Req(r, "w", r == 0 || r == 5 ? std::vector<int64_t>{4, 1} : std::vector<int64_t>{2, 2}));
+  for (int r = 0; r < 7; ++r)
+    reqs.push_back(
+        Req(r, "w", r == 0 || r == 5 ? std::vector<int64_t>{4, 1} : std::vector<int64_t>{2, 2}));
   EXPECT_EQ(BuildResponse(reqs).error,
             "allreduce 'w': shape mismatch: ranks 0,5 have [4,1], ranks 1-4,6 have [2,2]");
   reqs[6].shape = {8};
@@ -80,14 +80,15 @@ TEST(Coordinator, RanksThatAgreeAreGrouped) {
             "allreduce 'w': shape mismatch: ranks 0,5 have [4,1], ranks 1-4 have [2,2], "
             "rank 6 has [8]");
   // An allgather's first dimension may differ; ndim may not.
-  Request g0 = Req(0, "g", {5, 3}, OpType::kAllgather), g1 = Req(1, "g", {5, 3, 1}, OpType::kAllgather);
+  Request g0 = Req(0, "g", {5, 3}, OpType::kAllgather),
+          g1 = Req(1, "g", {5, 3, 1}, OpType::kAllgather);
   EXPECT_EQ(BuildResponse({g0, g1}).type, ResponseType::kError);
 }
 
 TEST(Coordinator, DuplicateFromOneRankBecomesAnError) {
   Coordinator c(2);
-  c.Add(List({Req(0, "d", {1}), Req(0, "d", {1})}), 0);
-  c.Add(List({Req(1, "d", {1})}), 1);
+  c.Add(RequestListOf({Req(0, "d", {1}), Req(0, "d", {1})}), 0);
+  c.Add(RequestListOf({Req(1, "d", {1})}), 1);
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].type, ResponseType::kError);

@@ -5,10 +5,13 @@
 
 #include "runtime/negotiation/controller.h"
 #include "runtime/negotiation/coordinator.h"
+#include "tests/harness/requests.h"
 #include "unit/thread_world.h"
 
 namespace kolo {
 namespace {
+
+using testing::RequestListOf;
 
 Request Member(const std::string& name, const std::string& group, int size,
                std::vector<int64_t> shape = {4}) {
@@ -18,12 +21,6 @@ Request Member(const std::string& name, const std::string& group, int size,
   r.group = group;
   r.group_size = size;
   return r;
-}
-
-RequestList List(std::vector<Request> reqs) {
-  RequestList l;
-  l.requests = std::move(reqs);
-  return l;
 }
 
 std::vector<std::string> Names(const std::vector<Response>& rs) {
@@ -37,10 +34,10 @@ std::vector<std::string> Names(const std::vector<Response>& rs) {
 TEST(GroupCoordinator, HeldUntilEveryMemberIsReady) {
   Coordinator c(2);
   // Rank 0 submits the group; rank 1 submits 'a' alone first (as if its queue split the group).
-  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 0);
-  c.Add(List({Member("a", "a", 2)}), 1);
+  c.Add(RequestListOf({Member("a", "a", 2), Member("b", "a", 2)}), 0);
+  c.Add(RequestListOf({Member("a", "a", 2)}), 1);
   EXPECT_TRUE(c.TakeReady().empty());  // 'a' is ready, but 'b' is not
-  c.Add(List({Member("b", "a", 2)}), 1);
+  c.Add(RequestListOf({Member("b", "a", 2)}), 1);
   auto ready = c.TakeReady();
   EXPECT_EQ(Names(ready), (std::vector<std::string>{"a", "b"}));
   for (const Response& r : ready) EXPECT_EQ(r.type, ResponseType::kAllreduce);
@@ -49,7 +46,7 @@ TEST(GroupCoordinator, HeldUntilEveryMemberIsReady) {
 TEST(GroupCoordinator, OneFailedMemberFailsTheGroup) {
   Coordinator c(3);
   for (int r = 0; r < 3; ++r) {
-    c.Add(List({Member("a", "a", 3), Member("b", "a", 3, {r == 2 ? 5 : 4}),
+    c.Add(RequestListOf({Member("a", "a", 3), Member("b", "a", 3, {r == 2 ? 5 : 4}),
                 Member("c", "a", 3)}), r);
   }
   auto ready = c.TakeReady();
@@ -62,11 +59,11 @@ TEST(GroupCoordinator, OneFailedMemberFailsTheGroup) {
 
 TEST(GroupCoordinator, GroupedOnOneRankAndNotOnAnotherIsAMismatch) {
   Coordinator c(2);
-  c.Add(List({Member("a", "a", 1)}), 0);
+  c.Add(RequestListOf({Member("a", "a", 1)}), 0);
   Request single;
   single.name = "a";
   single.shape = {4};
-  c.Add(List({single}), 1);
+  c.Add(RequestListOf({single}), 1);
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].error, "allreduce 'a': group mismatch: rank 0 has group 'a' of 1, rank 1 "
@@ -77,10 +74,10 @@ TEST(GroupCoordinator, GroupedOnOneRankAndNotOnAnotherIsAMismatch) {
 // extra one included (the others never submit it, so nothing else would ever end its wait).
 TEST(GroupCoordinator, AMemberOnlySomeRanksGroupedFailsWithTheWholeGroup) {
   Coordinator c(3);
-  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 0);
-  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 1);
+  c.Add(RequestListOf({Member("a", "a", 2), Member("b", "a", 2)}), 0);
+  c.Add(RequestListOf({Member("a", "a", 2), Member("b", "a", 2)}), 1);
   EXPECT_TRUE(c.TakeReady().empty());
-  c.Add(List({Member("a", "a", 3), Member("b", "a", 3), Member("c", "a", 3)}), 2);
+  c.Add(RequestListOf({Member("a", "a", 3), Member("b", "a", 3), Member("c", "a", 3)}), 2);
   auto ready = c.TakeReady();
   EXPECT_EQ(Names(ready), (std::vector<std::string>{"a", "b", "c"}));
   const std::string why = "the ranks grouped different tensors with 'a': ranks 0,1 grouped 2 "
@@ -93,7 +90,7 @@ TEST(GroupCoordinator, AMemberOnlySomeRanksGroupedFailsWithTheWholeGroup) {
   EXPECT_EQ(c.pending(), 0u);
   EXPECT_TRUE(c.Pending().empty());
   // The key is free for the next group, which works.
-  for (int r = 0; r < 3; ++r) c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), r);
+  for (int r = 0; r < 3; ++r) c.Add(RequestListOf({Member("a", "a", 2), Member("b", "a", 2)}), r);
   ready = c.TakeReady();
   EXPECT_EQ(Names(ready), (std::vector<std::string>{"a", "b"}));
   for (const Response& r : ready) EXPECT_EQ(r.type, ResponseType::kAllreduce) << r.error;
@@ -103,12 +100,12 @@ TEST(GroupCoordinator, AMemberOnlySomeRanksGroupedFailsWithTheWholeGroup) {
 // fail as a group mismatch when they are ready, the extra one when it arrives.
 TEST(GroupCoordinator, AnExtraMemberArrivingLaterStillFails) {
   Coordinator c(2);
-  c.Add(List({Member("a", "a", 1)}), 0);
-  c.Add(List({Member("a", "a", 2)}), 1);
+  c.Add(RequestListOf({Member("a", "a", 1)}), 0);
+  c.Add(RequestListOf({Member("a", "a", 2)}), 1);
   auto ready = c.TakeReady();
   ASSERT_EQ(Names(ready), (std::vector<std::string>{"a"}));
   EXPECT_EQ(ready[0].type, ResponseType::kError);
-  c.Add(List({Member("b", "a", 2)}), 1);
+  c.Add(RequestListOf({Member("b", "a", 2)}), 1);
   ready = c.TakeReady();
   ASSERT_EQ(Names(ready), (std::vector<std::string>{"b"}));
   EXPECT_EQ(ready[0].type, ResponseType::kError);
@@ -120,8 +117,8 @@ TEST(GroupCoordinator, AnExtraMemberArrivingLaterStillFails) {
 // Groups of the same size with different members: neither 'b' nor 'c' can ever be ready.
 TEST(GroupCoordinator, GroupsOfTheSameSizeWithDifferentMembersFail) {
   Coordinator c(2);
-  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 0);
-  c.Add(List({Member("a", "a", 2), Member("c", "a", 2)}), 1);
+  c.Add(RequestListOf({Member("a", "a", 2), Member("b", "a", 2)}), 0);
+  c.Add(RequestListOf({Member("a", "a", 2), Member("c", "a", 2)}), 1);
   auto ready = c.TakeReady();
   EXPECT_EQ(Names(ready), (std::vector<std::string>{"a", "b", "c"}));
   for (const Response& r : ready) {
@@ -137,9 +134,9 @@ TEST(GroupCoordinator, AJoinedRankDoesNotMakeAGroupDiffer) {
   Coordinator c(3);
   Request join;
   join.op = OpType::kJoin;
-  c.Add(List({join}), 2);
-  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 0);
-  c.Add(List({Member("a", "a", 2), Member("b", "a", 2)}), 1);
+  c.Add(RequestListOf({join}), 2);
+  c.Add(RequestListOf({Member("a", "a", 2), Member("b", "a", 2)}), 0);
+  c.Add(RequestListOf({Member("a", "a", 2), Member("b", "a", 2)}), 1);
   auto ready = c.TakeReady();
   ASSERT_EQ(Names(ready), (std::vector<std::string>{"a", "b"}));
   for (const Response& r : ready) EXPECT_EQ(r.type, ResponseType::kAllreduce) << r.error;
@@ -159,7 +156,8 @@ TEST_P(GroupController, AStaleMemberSendsTheWholeGroupToTheCoordinator) {
     const int r = comm.Rank();
     for (int step = 0; step < 4; ++step) {
       const bool changed = step == 2 && r == n - 1;
-      RequestList mine = List({Member("a", "a", 2), Member("b", "a", 2, {changed ? 8 : 4})});
+      RequestList mine =
+          RequestListOf({Member("a", "a", 2), Member("b", "a", 2, {changed ? 8 : 4})});
       for (Request& q : mine.requests) q.rank = r;
       auto result = controller.Negotiate(mine);
       ASSERT_TRUE(result.ok()) << result.status().ToString();
@@ -195,8 +193,8 @@ TEST_P(GroupControllerPeers, AGroupIsServedFromTheCacheOnlyToTheSameGroup) {
     const int r = comm.Rank();
     for (int step = 0; step < 2; ++step) {
       RequestList mine = step == 1 && r == n - 1
-                             ? List({Member("a", "", 0), Member("b", "", 0)})
-                             : List({Member("a", "a", 2), Member("b", "a", 2)});
+                             ? RequestListOf({Member("a", "", 0), Member("b", "", 0)})
+                             : RequestListOf({Member("a", "a", 2), Member("b", "a", 2)});
       for (Request& q : mine.requests) q.rank = r;
       auto result = controller.Negotiate(mine);
       ASSERT_TRUE(result.ok()) << result.status().ToString();

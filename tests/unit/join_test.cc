@@ -13,11 +13,14 @@
 #include "runtime/negotiation/coordinator.h"
 #include "runtime/operations.h"
 #include "runtime/wire/wire.h"
+#include "tests/harness/requests.h"
 #include "unit/thread_world.h"
 #include "unit/typed_data.h"
 
 namespace kolo {
 namespace {
+
+using testing::RequestListOf;
 
 using testing::Load;
 using testing::RunRuntimes;
@@ -36,19 +39,13 @@ Request Req(OpType op, const std::string& name, std::vector<int64_t> shape = {4}
   return r;
 }
 
-RequestList List(std::vector<Request> reqs) {
-  RequestList l;
-  l.requests = std::move(reqs);
-  return l;
-}
-
 TEST(JoinCoordinator, JoinedRanksCountAsReadyAndTheLastJoinerIsReported) {
   Coordinator c(3);
-  c.Add(List({Req(OpType::kJoin, "__kolo_join.0")}), 1);
+  c.Add(RequestListOf({Req(OpType::kJoin, "__kolo_join.0")}), 1);
   EXPECT_TRUE(c.TakeReady().empty());
-  c.Add(List({Req(OpType::kAllreduce, "a"), Req(OpType::kAllgather, "g")}), 0);
+  c.Add(RequestListOf({Req(OpType::kAllreduce, "a"), Req(OpType::kAllgather, "g")}), 0);
   EXPECT_TRUE(c.TakeReady().empty());  // rank 2 has neither submitted nor joined
-  c.Add(List({Req(OpType::kAllreduce, "a"), Req(OpType::kAllgather, "g")}), 2);
+  c.Add(RequestListOf({Req(OpType::kAllreduce, "a"), Req(OpType::kAllgather, "g")}), 2);
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 2u);
   EXPECT_EQ(ready[0].type, ResponseType::kAllreduce);
@@ -58,24 +55,25 @@ TEST(JoinCoordinator, JoinedRanksCountAsReadyAndTheLastJoinerIsReported) {
   EXPECT_EQ(ready[1].error, "allgather 'g': rank 1 has joined and cannot take part in allgather");
 
   // Pending names become ready when the rank they wait for joins, in submission order.
-  c.Add(List({Req(OpType::kAllreduce, "b"), Req(OpType::kBroadcast, "c")}), 0);
-  c.Add(List({Req(OpType::kJoin, "__kolo_join.0")}), 2);
+  c.Add(RequestListOf({Req(OpType::kAllreduce, "b"), Req(OpType::kBroadcast, "c")}), 0);
+  c.Add(RequestListOf({Req(OpType::kJoin, "__kolo_join.0")}), 2);
   ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 2u);
   EXPECT_EQ(ready[0].names, std::vector<std::string>{"b"});
   EXPECT_EQ(ready[0].type, ResponseType::kAllreduce);
-  EXPECT_EQ(ready[1].error, "broadcast 'c': ranks 1,2 have joined and cannot take part in broadcast");
+  EXPECT_EQ(ready[1].error,
+            "broadcast 'c': ranks 1,2 have joined and cannot take part in broadcast");
   EXPECT_EQ(c.joined(), (std::vector<int>{1, 2}));
 
   // Mismatches among the submitters are still reported.
   Request f = Req(OpType::kAllreduce, "m", {5});
-  c.Add(List({f}), 0);
+  c.Add(RequestListOf({f}), 0);
   ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].type, ResponseType::kAllreduce);
 
-  c.Add(List({Req(OpType::kAllreduce, "d")}), 0);
-  c.Add(List({Req(OpType::kJoin, "__kolo_join.0")}), 0);
+  c.Add(RequestListOf({Req(OpType::kAllreduce, "d")}), 0);
+  c.Add(RequestListOf({Req(OpType::kJoin, "__kolo_join.0")}), 0);
   ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 2u);
   EXPECT_EQ(ready[0].names, std::vector<std::string>{"d"});
@@ -85,22 +83,22 @@ TEST(JoinCoordinator, JoinedRanksCountAsReadyAndTheLastJoinerIsReported) {
   EXPECT_EQ(c.pending(), 0u);
 
   // Back to normal: a name needs every rank again.
-  c.Add(List({Req(OpType::kAllreduce, "e")}), 0);
-  c.Add(List({Req(OpType::kAllreduce, "e")}), 1);
+  c.Add(RequestListOf({Req(OpType::kAllreduce, "e")}), 0);
+  c.Add(RequestListOf({Req(OpType::kAllreduce, "e")}), 1);
   EXPECT_TRUE(c.TakeReady().empty());
   // A refusal made while joined that arrives after the join completed is dropped.
   Request late = Req(OpType::kAllreduce, "late");
   late.refused = kRefusedJoined;
-  c.Add(List({late}), 2);
+  c.Add(RequestListOf({late}), 2);
   EXPECT_EQ(c.pending(), 1u);
-  c.Add(List({Req(OpType::kAllreduce, "e")}), 2);
+  c.Add(RequestListOf({Req(OpType::kAllreduce, "e")}), 2);
   ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].type, ResponseType::kAllreduce);
 }
 
 TEST(JoinCoordinator, JoinCrossesTheWire) {
-  RequestList reqs = List({Req(OpType::kJoin, "__kolo_join.3", {0})});
+  RequestList reqs = RequestListOf({Req(OpType::kJoin, "__kolo_join.3", {0})});
   auto back = DecodeRequestList(EncodeRequestList(reqs));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->requests[0].op, OpType::kJoin);
@@ -239,7 +237,8 @@ void StepAndCheck(Runtime& rt, int step, const std::vector<bool>& active) {
     const Spec& s = specs[k];
     in[k] = testing::Buffer(s.dtype, s.count);
     out[k] = testing::Buffer(s.dtype, s.count);
-    for (size_t i = 0; i < s.count; ++i) Store(s.dtype, in[k].data(), i, Value(s.dtype, s.op, rank, i + offset));
+    for (size_t i = 0; i < s.count; ++i)
+      Store(s.dtype, in[k].data(), i, Value(s.dtype, s.op, rank, i + offset));
     auto h = rt.Enqueue(Allreduce("t" + std::to_string(k), in[k].data(), out[k].data(), s));
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     handles.push_back(*h);
@@ -247,7 +246,8 @@ void StepAndCheck(Runtime& rt, int step, const std::vector<bool>& active) {
   for (size_t k = 0; k < specs.size(); ++k) {
     const Spec& s = specs[k];
     Status st = WaitFor(*handles[k]);
-    ASSERT_TRUE(st.ok()) << "rank " << rank << " step " << step << " t" << k << ": " << st.ToString();
+    ASSERT_TRUE(st.ok()) << "rank " << rank << " step " << step << " t" << k << ": "
+                         << st.ToString();
     int wrong = 0;
     for (size_t i = 0; i < s.count && wrong < 3; ++i) {
       const double want = JoinReference(s.dtype, s.op, active, i, offset, s.pre, s.post);
@@ -316,7 +316,8 @@ TEST(JoinRuntime, OtherOpsFailOnTheSubmittersAndBarriersIncludeJoinedRanks) {
       ASSERT_TRUE(h.ok()) << h.status().ToString();
       Status st = WaitFor(**h);
       EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
-      EXPECT_EQ(st.message(), op + " '" + s.name + "': rank 2 has joined and cannot take part in " + op);
+      EXPECT_EQ(st.message(),
+                op + " '" + s.name + "': rank 2 has joined and cannot take part in " + op);
     };
     Submission g;
     g.op = OpType::kAllgather;

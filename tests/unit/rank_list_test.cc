@@ -1,4 +1,4 @@
-// RankList (base/rank_list.h): how every error message names a set of ranks.
+// base/rank_list.h: how the error messages name a set of ranks, and echo a caller's list.
 #include "base/rank_list.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +13,12 @@ TEST(RankList, RunsOfThreeOrMoreCollapseToARange) {
   EXPECT_EQ(RankList({0, 1}), "0,1");        // a run of two stays a list
   EXPECT_EQ(RankList({0, 1, 2, 5}), "0-2,5");
   EXPECT_EQ(RankList({2, 4, 5, 6, 7, 9, 10}), "2,4-7,9,10");
+}
+
+TEST(RankList, BracketedRanksEchoTheListAsGiven) {
+  EXPECT_EQ(BracketedRanks({}), "[]");
+  EXPECT_EQ(BracketedRanks({4}), "[4]");
+  EXPECT_EQ(BracketedRanks({3, 0, 0, -1}), "[3,0,0,-1]");  // order, repeats and bad ranks kept
 }
 
 }  // namespace
