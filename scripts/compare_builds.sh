@@ -2,20 +2,22 @@
 # Before/after performance of two commits, as docs/benchmarks.md asks for: builds kolo-bench of
 # BASE (a git revision) in a worktree beside the current build, then runs each measurement on
 # both binaries in turn, ROUNDS times (base, current, base, current, ...), and prints per row the
-# median of each binary's medians and their ratio (current / base: below 1 is faster).
+# median and the best of each binary's per-run times and their ratios (current / base: below 1
+# is faster). The best is there because step times on a small oversubscribed machine are
+# bimodal (docs/benchmarks.md): a median of few runs can land in either mode.
 #
-# The measurements: the model replays through the whole runtime (ResNet-50, BERT-base and
-# 1000 tiny tensors; negotiation, fusion, the selected algorithm) and the sweep of every
-# all-reduce algorithm (-a all), at 2 ranks.
+# The measurements, at 2 ranks: the model replays through the whole runtime (ResNet-50,
+# BERT-base and 1000 tiny tensors: negotiation, fusion, the selected algorithm), the sweep
+# through the runtime, and every all-reduce algorithm on its own (-a all).
 #
-# Usage: scripts/compare_builds.sh BASE [ROUNDS] [OUT]   (default 5 rounds; ~15 minutes)
+# Usage: scripts/compare_builds.sh BASE [ROUNDS] [OUT]   (default 7 rounds; ~15 minutes)
 # Run it on an otherwise idle machine: the two binaries share its cores turn by turn.
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "${KOLO_ROOT}"
 base="${1:?usage: scripts/compare_builds.sh BASE [ROUNDS] [OUT]}"
-rounds="${2:-5}"
+rounds="${2:-7}"
 out="${3:-/tmp/kolo-compare-$(date +%Y%m%d-%H%M)}"
 mkdir -p "${out}"
 current="${KOLO_BUILD_DIR}/bench/kolo-bench"
@@ -37,37 +39,59 @@ fi
 binaries=("${base_build}/bench/kolo-bench" "${current}")
 labels=(base current)
 
-measure() {  # measure NAME ARGS...: one JSON per binary per round
-  local name=$1
-  shift
+measure() {  # measure NAME json|csv ARGS...: one result file per binary per round
+  local name=$1 format=$2
+  shift 2
   for ((r = 1; r <= rounds; ++r)); do
     for i in 0 1; do
+      local stem="${out}/${name}-${labels[i]}-${r}"
+      local result=(--json "${stem}.json")
+      [[ ${format} == csv ]] && result=(--output "${stem}.csv")
       kolo_log "${name} round ${r} ${labels[i]}"
-      timeout 900 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2 "${binaries[i]}" "$@" \
-        --json "${out}/${name}-${labels[i]}-${r}.json" > "${out}/${name}-${labels[i]}-${r}.txt" 2>&1
+      timeout 900 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2 "${binaries[i]}" "$@" "${result[@]}" \
+        > "${stem}.txt" 2>&1
     done
   done
 }
 
-measure resnet50 --model resnet50 -n 20 -w 5 --paths kolo
-measure bert-base --model bert-base -n 5 -w 2 --paths kolo
-measure tiny-1000 --model tiny-1000 -n 50 -w 5 --paths kolo
-measure sweep --paths kolo -b 8 -e 64M -f 8 -c 1
+measure resnet50 json --model resnet50 -n 20 -w 5 --paths kolo
+measure bert-base json --model bert-base -n 5 -w 2 --paths kolo
+measure tiny-1000 json --model tiny-1000 -n 50 -w 5 --paths kolo
+measure sweep json --paths kolo -b 8 -e 64M -f 8 -c 1
+measure algorithms csv -a all --check -b 1K -e 16M -f 16
 
 /usr/bin/python3 - "${out}" "${rounds}" <<'PY'
-import json, statistics, sys
+import csv, json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-print("%-10s %-24s %12s %12s %8s" % ("run", "row", "base (us)", "current (us)", "ratio"))
-for name in ("resnet50", "bert-base", "tiny-1000", "sweep"):
+
+def rows(name, label, r):
+    """(row key, time in us) of one run."""
+    stem = "%s/%s-%s-%d" % (out, name, label, r)
+    if name == "algorithms":
+        with open(stem + ".csv") as f:
+            lines = [l for l in f if not l.startswith("#")]
+        for row in csv.DictReader(lines):
+            if row["supported"] == "1":
+                yield "%s B %s" % (row["bytes"], row["algorithm"]), float(row["time_us"])
+        return
+    with open(stem + ".json") as f:
+        for row in json.load(f)["rows"]:
+            yield (row.get("model") or "%d B" % row["bytes"]) + " " + row["path"], row["time_us"]
+
+print("%-10s %-28s %11s %11s %7s %11s %11s %7s" % (
+    "run", "row", "base med", "cur med", "ratio", "base best", "cur best", "ratio"))
+for name in ("resnet50", "bert-base", "tiny-1000", "sweep", "algorithms"):
     per = {}
     for label in ("base", "current"):
         for r in range(1, rounds + 1):
-            with open("%s/%s-%s-%d.json" % (out, name, label, r)) as f:
-                for row in json.load(f)["rows"]:
-                    key = (row.get("model") or "%d B" % row["bytes"]) + " " + row["path"]
-                    per.setdefault(key, {}).setdefault(label, []).append(row["time_us"])
+            for key, t in rows(name, label, r):
+                per.setdefault(key, {}).setdefault(label, []).append(t)
     for key, t in per.items():
-        b, c = statistics.median(t["base"]), statistics.median(t["current"])
-        print("%-10s %-24s %12.1f %12.1f %8.3f" % (name, key, b, c, c / b))
+        if len(t.get("base", [])) != rounds or len(t.get("current", [])) != rounds:
+            continue  # measured by one binary only (an algorithm the other lacks)
+        bm, cm = statistics.median(t["base"]), statistics.median(t["current"])
+        bb, cb = min(t["base"]), min(t["current"])
+        print("%-10s %-28s %11.1f %11.1f %7.3f %11.1f %11.1f %7.3f" % (
+            name, key, bm, cm, cm / bm, bb, cb, cb / bb))
 PY
 kolo_log "rows and JSON in ${out}"

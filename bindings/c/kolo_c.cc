@@ -214,6 +214,8 @@ kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats) {
   stats->fusion_threshold = s.fusion_threshold_bytes;
   stats->cycle_time_ms = s.cycle_time_ms;
   stats->autotune_done = s.autotune_done ? 1 : 0;
+  stats->fused_responses = s.fused_responses;
+  stats->fused_tensors = s.fused_tensors;
   return KOLO_SUCCESS;
 }
 

@@ -176,6 +176,12 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
     }
   }
   result.responses = fused.Take();
+  for (const Response& r : result.responses) {
+    if (r.NumTensors() > 1) {
+      ++stats_.fused_responses;
+      stats_.fused_tensors += r.NumTensors();
+    }
+  }
   blocked_cycles_ = all_blocked_ && !any_joined && result.responses.empty() ? blocked_cycles_ + 1 : 0;
   any_waiting_ = std::any_of(waiting_.begin(), waiting_.end(), [](uint64_t w) { return w != 0; });
   Tune(result.responses);

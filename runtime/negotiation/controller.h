@@ -88,6 +88,8 @@ struct NegotiationStats {
   uint64_t negotiate_ns = 0;    // time spent in Negotiate
   uint64_t exchange_ns = 0;     // of which in the control plane's collectives (incl. waiting
                                 // for the slowest rank)
+  uint64_t fused_responses = 0;  // Responses that carried more than one tensor (fusion happened)
+  uint64_t fused_tensors = 0;    // the tensors those carried
   int64_t fusion_threshold_bytes = 0;  // in force now (autotune changes it)
   double cycle_time_ms = 0;            // in force now
   bool autotune_done = false;          // rank 0: tuning finished (or never ran)

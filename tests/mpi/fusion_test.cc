@@ -1,7 +1,9 @@
 // Tier 2: fusion under mpirun. Many small tensors of mixed sizes, dtypes and reduce ops
 // submitted back-to-back (so they fuse), with tensors above the fusion threshold in the same
 // cycle; a small threshold (KOLO_FUSION_THRESHOLD=65536) and small pieces
-// (KOLO_FUSION_CHUNK_BYTES=4096) force fused groups to be split into many pieces. The same
+// (KOLO_FUSION_CHUNK_BYTES=4096) force fused groups to be split into many pieces. Fixed 20 ms
+// cycles (KOLO_WAKE_ON_SUBMIT=0, KOLO_CYCLE_TIME=20) gather a burst of submissions into few
+// cycles, so the tensors of one kind fuse, and the negotiation's counters show it. The same
 // tensors are submitted in different orders on different ranks and from several threads at once.
 // Everything is checked against references computed locally (test_util).
 #include <kolo/kolo.h>
@@ -25,6 +27,8 @@ namespace {
 
 constexpr const char* kThresholdVar = "KOLO_FUSION_THRESHOLD";
 constexpr const char* kChunkVar = "KOLO_FUSION_CHUNK_BYTES";
+constexpr const char* kWakeVar = "KOLO_WAKE_ON_SUBMIT";
+constexpr const char* kCycleVar = "KOLO_CYCLE_TIME";
 
 // Re-initialises kolo on every rank so that it reads the environment again.
 void Reinitialise(const char* why) {
@@ -151,13 +155,20 @@ class FusionTest : public ::testing::Test {
   static void SetUpTestSuite() {
     SaveEnv(kThresholdVar, &old_threshold_);
     SaveEnv(kChunkVar, &old_chunk_);
+    SaveEnv(kWakeVar, &old_wake_);
+    SaveEnv(kCycleVar, &old_cycle_);
     setenv(kThresholdVar, "65536", 1);
     setenv(kChunkVar, "4096", 1);
-    Reinitialise("applying KOLO_FUSION_THRESHOLD=65536 KOLO_FUSION_CHUNK_BYTES=4096");
+    setenv(kWakeVar, "0", 1);
+    setenv(kCycleVar, "20", 1);
+    Reinitialise("applying KOLO_FUSION_THRESHOLD=65536 KOLO_FUSION_CHUNK_BYTES=4096 "
+                 "KOLO_WAKE_ON_SUBMIT=0 KOLO_CYCLE_TIME=20");
   }
   static void TearDownTestSuite() {
     RestoreEnv(kThresholdVar, old_threshold_);
     RestoreEnv(kChunkVar, old_chunk_);
+    RestoreEnv(kWakeVar, old_wake_);
+    RestoreEnv(kCycleVar, old_cycle_);
     Reinitialise("restoring the fusion settings");
   }
   void SetUp() override { ASSERT_EQ(kolo_is_initialized(), 1); }
@@ -179,11 +190,19 @@ class FusionTest : public ::testing::Test {
       unsetenv(name);
     }
   }
-  static SavedEnv old_threshold_, old_chunk_;
+  static SavedEnv old_threshold_, old_chunk_, old_wake_, old_cycle_;
 };
 
 FusionTest::SavedEnv FusionTest::old_threshold_;
 FusionTest::SavedEnv FusionTest::old_chunk_;
+FusionTest::SavedEnv FusionTest::old_wake_;
+FusionTest::SavedEnv FusionTest::old_cycle_;
+
+kolo_negotiation_stats_t Stats() {
+  kolo_negotiation_stats_t s{};
+  EXPECT_EQ(kolo_negotiation_stats(&s), KOLO_SUCCESS) << LastError();
+  return s;
+}
 
 // The same set three times under the same names (like training steps; new data each time).
 TEST_F(FusionTest, MixedSizesDtypesAndOpsBackToBack) {
@@ -252,7 +271,17 @@ TEST_F(FusionTest, ManyTinyTensors) {
   auto items = MakeItems(specs, "", 12000);
   std::vector<size_t> order = Iota(items.size());
   if (WorldRank() % 2 == 1) std::reverse(order.begin(), order.end());
+  const kolo_negotiation_stats_t before = Stats();
   RunInOrder(items, order);
+  const kolo_negotiation_stats_t after = Stats();
+  // 400 tensors of two kinds in a burst, over 20 ms cycles: some operation carried several
+  // of them. Every tensor is fused at most once.
+  const uint64_t fused = after.fused_responses - before.fused_responses;
+  const uint64_t tensors = after.fused_tensors - before.fused_tensors;
+  EXPECT_GT(fused, 0u) << "no operation carried more than one of the " << specs.size()
+                       << " tensors";
+  EXPECT_GE(tensors, 2 * fused);
+  EXPECT_LE(tensors, specs.size());
 }
 
 // Much larger than both the threshold and the piece size, odd lengths.

@@ -444,6 +444,8 @@ typedef struct {
   int64_t fusion_threshold;     /* bytes, in force now (KOLO_AUTOTUNE changes it) */
   double cycle_time_ms;         /* in force now */
   int autotune_done;            /* rank 0: 1 once KOLO_AUTOTUNE has settled (or is off) */
+  uint64_t fused_responses;     /* operations that carried more than one tensor (fusion) */
+  uint64_t fused_tensors;       /* the tensors those carried */
 } kolo_negotiation_stats_t;
 
 /* Fills *stats (this rank's counters). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL),
