@@ -14,7 +14,7 @@
 #include "bench/stats.h"
 #include "collectives/mpi/mpi_node.h"
 #include "collectives/node_context.h"
-#include "collectives/registry.h"
+#include "collectives/select/registry.h"
 
 namespace kolo::bench {
 namespace {

@@ -1,5 +1,5 @@
 // `kolo-bench -a ring,rd,...|all`: every named all-reduce algorithm of the registry
-// (collectives/registry.cc), run directly on an MpiCommunicator (not through the runtime), side
+// (collectives/select/registry.cc), run directly on an MpiCommunicator (not through the runtime), side
 // by side with MPI_Allreduce itself, on the same input and output buffers, float32 sum.
 //
 // Per size, the variants are: MPI_Allreduce (as is: one call on the bench's communicator, no

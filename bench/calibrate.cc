@@ -13,7 +13,7 @@
 
 #include "bench/algorithms.h"
 #include "bench/stats.h"
-#include "collectives/cost_model.h"
+#include "collectives/select/cost_model.h"
 #include "collectives/host/shm_node.h"
 #include "collectives/node_context.h"
 #include "collectives/reduce.h"

@@ -1,5 +1,5 @@
 // `kolo-bench --calibrate [--output FILE]`: measures this machine's cost-model parameters
-// (collectives/cost_model.h) and writes the tuning file that KOLO_TUNING_FILE points the
+// (collectives/select/cost_model.h) and writes the tuning file that KOLO_TUNING_FILE points the
 // Selector at. A few seconds in all; every figure is a median of -R interleaved blocks.
 //
 //   intra  alpha, beta of point-to-point inside a node, as the flat algorithms pay it: a ring

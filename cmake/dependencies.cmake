@@ -7,7 +7,7 @@ pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
 # Debian ships FlatBuffersConfig.cmake; only flatc and the header-only builder/verifier are used.
 find_package(flatbuffers NAMES FlatBuffers flatbuffers REQUIRED)
 find_package(spdlog REQUIRED)
-find_package(nlohmann_json 3 REQUIRED)  # tuning files (collectives/cost_model.cc)
+find_package(nlohmann_json 3 REQUIRED)  # tuning files (collectives/select/cost_model.cc)
 
 # kolo_optional(<VAR> <found>): resolve an AUTO|ON|OFF option against what was found.
 function(kolo_resolve_option var found what)

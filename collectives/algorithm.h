@@ -9,7 +9,7 @@
 #include "base/dtype.h"
 #include "base/status.h"
 #include "collectives/communicator.h"
-#include "collectives/cost_model.h"
+#include "collectives/select/cost_model.h"
 
 namespace kolo {
 

@@ -20,8 +20,8 @@
 
 #include "collectives/communicator.h"
 #include "collectives/host/adasum_allreduce.h"
-#include "collectives/host/collective_choice.h"
-#include "collectives/registry.h"
+#include "collectives/select/collective_choice.h"
+#include "collectives/select/registry.h"
 #include "fusion/executor.h"
 #include "runtime/config.h"
 #include "runtime/negotiation/controller.h"

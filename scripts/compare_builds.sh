@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Before/after performance of two commits, as docs/benchmarks.md asks for: builds kolo-bench of
 # BASE (a git revision) in a worktree beside the current build, then runs each measurement on
-# both binaries in turn, ROUNDS times (base, current, base, current, ...), and prints per row the
+# both binaries in turn, ROUNDS times (base, current, current, base, ...), and prints per row the
 # median and the best of each binary's per-run times and their ratios (current / base: below 1
 # is faster). The best is there because step times on a small oversubscribed machine are
 # bimodal (docs/benchmarks.md): a median of few runs can land in either mode.
 #
 # The measurements, at 2 ranks: the model replays through the whole runtime (ResNet-50,
 # BERT-base and 1000 tiny tensors: negotiation, fusion, the selected algorithm), the sweep
-# through the runtime, and every all-reduce algorithm on its own (-a all).
+# through the runtime, and every all-reduce algorithm on its own (-a all). The -a all rows
+# MPI_Allreduce and memcpy run the same code in both binaries: their ratios show the noise.
 #
-# Usage: scripts/compare_builds.sh BASE [ROUNDS] [OUT]   (default 7 rounds; ~15 minutes)
+# Usage: scripts/compare_builds.sh BASE [ROUNDS] [OUT] [RUNS]   (default 7 rounds, all runs:
+#        ~15 minutes with the base's build; RUNS: some of "resnet50 bert-base tiny-1000 sweep
+#        algorithms", quoted)
 # Run it on an otherwise idle machine: the two binaries share its cores turn by turn.
 set -euo pipefail
 # shellcheck source=scripts/env.sh
@@ -19,6 +22,7 @@ cd "${KOLO_ROOT}"
 base="${1:?usage: scripts/compare_builds.sh BASE [ROUNDS] [OUT]}"
 rounds="${2:-7}"
 out="${3:-/tmp/kolo-compare-$(date +%Y%m%d-%H%M)}"
+runs="${4:-resnet50 bert-base tiny-1000 sweep algorithms}"
 mkdir -p "${out}"
 current="${KOLO_BUILD_DIR}/bench/kolo-bench"
 [[ -x "${current}" ]] || { kolo_log "no ${current}: build first"; exit 1; }
@@ -42,8 +46,13 @@ labels=(base current)
 measure() {  # measure NAME json|csv ARGS...: one result file per binary per round
   local name=$1 format=$2
   shift 2
+  [[ " ${runs} " == *" ${name} "* ]] || return 0
   for ((r = 1; r <= rounds; ++r)); do
-    for i in 0 1; do
+    # ABBA: which binary runs first alternates, so a drift of the machine or an advantage of
+    # running first or second falls on both alike.
+    local order=(0 1)
+    ((r % 2 == 0)) && order=(1 0)
+    for i in "${order[@]}"; do
       local stem="${out}/${name}-${labels[i]}-${r}"
       local result=(--json "${stem}.json")
       [[ ${format} == csv ]] && result=(--output "${stem}.csv")
@@ -60,9 +69,9 @@ measure tiny-1000 json --model tiny-1000 -n 50 -w 5 --paths kolo
 measure sweep json --paths kolo -b 8 -e 64M -f 8 -c 1
 measure algorithms csv -a all --check -b 1K -e 16M -f 16
 
-/usr/bin/python3 - "${out}" "${rounds}" <<'PY'
+/usr/bin/python3 - "${out}" "${rounds}" "${runs}" <<'PY'
 import csv, json, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 
 def rows(name, label, r):
     """(row key, time in us) of one run."""
@@ -80,7 +89,7 @@ def rows(name, label, r):
 
 print("%-10s %-28s %11s %11s %7s %11s %11s %7s" % (
     "run", "row", "base med", "cur med", "ratio", "base best", "cur best", "ratio"))
-for name in ("resnet50", "bert-base", "tiny-1000", "sweep", "algorithms"):
+for name in runs:
     per = {}
     for label in ("base", "current"):
         for r in range(1, rounds + 1):

@@ -1,6 +1,6 @@
 // The link model: for a job's ranks on its nodes, the link every pair of local ranks crosses
 // (host memory and GPU memory alike) and each rank's share of its NIC, and the bottlenecks the
-// cost model reads (collectives/topology_cost.h). Pure function of shared facts (the node
+// cost model reads (collectives/select/topology_cost.h). Pure function of shared facts (the node
 // topologies every rank received, the rank layout), so every rank builds the same model.
 //
 // Rank placement follows the conventions users launch with: a GPU rank drives GPU

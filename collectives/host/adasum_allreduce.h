@@ -57,7 +57,7 @@ namespace kolo {
 // OK for a power-of-two rank count; kUnimplemented naming `ranks` otherwise.
 Status CheckAdasumRanks(int ranks);
 
-// Not in the Selector's table (collectives/registry.cc): Adasum is a different reduction, not
+// Not in the Selector's table (collectives/select/registry.cc): Adasum is a different reduction, not
 // another way to sum, so the runtime runs it for ReduceOp::kAdasum whatever
 // KOLO_ALLREDUCE_ALGO forces for the other ops.
 class AdasumAllreduce : public AllreduceAlgorithm {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectives/cost_model.h"
+#include "collectives/select/cost_model.h"
 #include "collectives/host/allgatherv.h"
 #include "collectives/host/alltoallv.h"
 #include "collectives/host/broadcast.h"

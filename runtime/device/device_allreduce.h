@@ -27,7 +27,7 @@
 
 #include "base/status.h"
 #include "collectives/communicator.h"
-#include "collectives/registry.h"
+#include "collectives/select/registry.h"
 #include "fusion/executor.h"
 
 namespace kolo {

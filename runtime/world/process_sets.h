@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/cost_model.h"
+#include "collectives/select/cost_model.h"
 #include "runtime/config.h"
 #include "runtime/runtime.h"
 #include "runtime/world/bootstrap.h"

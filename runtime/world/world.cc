@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/logging.h"
-#include "collectives/topology_cost.h"
+#include "collectives/select/topology_cost.h"
 #include "collectives/topology_exchange.h"
 #include "runtime/config.h"
 #include "runtime/world/agreements.h"
@@ -21,7 +21,7 @@
 namespace kolo {
 namespace {
 
-// The cost model the job's topology implies (collectives/topology_cost.h); the defaults, with a
+// The cost model the job's topology implies (collectives/select/topology_cost.h); the defaults, with a
 // warning, when hwloc could not describe some node. A KOLO_TOPOLOGY_XML that a node cannot
 // load sets *status (on every rank alike).
 CostModel JobCostModel(const GatherAll& gather_all, int rank, const NodeMap& map,

@@ -14,7 +14,7 @@
 
 #include "collectives/cuda/device.h"
 #include "collectives/reduce.h"
-#include "collectives/registry.h"
+#include "collectives/select/registry.h"
 #include "fusion/cuda/device_pack.h"
 #include "runtime/device/device_ops.h"
 #include "runtime/operations.h"

@@ -20,7 +20,7 @@
 #include "collectives/host/ring_allreduce.h"
 #include "collectives/mpi/mpi_communicator.h"
 #include "collectives/mpi/mpi_node.h"
-#include "collectives/registry.h"
+#include "collectives/select/registry.h"
 #include "unit/algorithm_check.h"
 
 namespace kolo::testing {

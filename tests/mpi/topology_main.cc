@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "collectives/decision_table.h"
+#include "collectives/select/decision_table.h"
 #include "collectives/mpi/mpi_node.h"
 #include "collectives/mpi/mpi_topology.h"
-#include "collectives/topology_cost.h"
+#include "collectives/select/topology_cost.h"
 #include "topology/hwloc_topology.h"
 #include "topology/topology_json.h"
 

@@ -7,7 +7,7 @@
 
 #include <mutex>
 
-#include "collectives/registry.h"
+#include "collectives/select/registry.h"
 #include "unit/algorithm_check.h"
 #include "unit/thread_world.h"
 

@@ -3,7 +3,7 @@
 // reasoned from the cost formulas (collectives/nccl/*.h, collectives/ALGORITHMS.md) and the
 // link defaults in a comment; the times that decide it are recomputed here from those
 // formulas, independently of the implementation.
-#include "collectives/decision_table.h"
+#include "collectives/select/decision_table.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <fstream>
 #include <string>
 
-#include "collectives/registry.h"
-#include "collectives/topology_cost.h"
+#include "collectives/select/registry.h"
+#include "collectives/select/topology_cost.h"
 #include "tests/unit/topology_fixtures.h"
 #include "topology/link_defaults.h"
 

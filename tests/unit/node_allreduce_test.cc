@@ -7,9 +7,9 @@
 #include <chrono>
 #include <mutex>
 
-#include "collectives/cost_model.h"
+#include "collectives/select/cost_model.h"
 #include "collectives/host/hierarchical_allreduce.h"
-#include "collectives/registry.h"
+#include "collectives/select/registry.h"
 #include "collectives/host/shm_allreduce.h"
 #include "unit/algorithm_check.h"
 #include "unit/thread_world.h"

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "collectives/topology_cost.h"
+#include "collectives/select/topology_cost.h"
 #include "tests/unit/topology_fixtures.h"
 #include "topology/hwloc_topology.h"
 #include "topology/link_model.h"

@@ -18,7 +18,7 @@
 
 #include "collectives/mpi/mpi_node.h"
 #include "collectives/mpi/mpi_topology.h"
-#include "collectives/topology_cost.h"
+#include "collectives/select/topology_cost.h"
 #include "topology/hwloc_topology.h"
 #include "topology/tool/report.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/cost_model.h"
-#include "collectives/decision_table.h"
+#include "collectives/select/cost_model.h"
+#include "collectives/select/decision_table.h"
 #include "topology/link_model.h"
 
 namespace kolo::topo_tool {

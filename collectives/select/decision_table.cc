@@ -1,6 +1,6 @@
-#include "collectives/decision_table.h"
+#include "collectives/select/decision_table.h"
 
-#include "collectives/registry.h"
+#include "collectives/select/registry.h"
 
 namespace kolo {
 

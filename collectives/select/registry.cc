@@ -1,4 +1,4 @@
-#include "collectives/registry.h"
+#include "collectives/select/registry.h"
 
 #include "collectives/host/rabenseifner_allreduce.h"
 #include "collectives/host/recursive_doubling_allreduce.h"

@@ -1,4 +1,4 @@
-#include "collectives/topology_cost.h"
+#include "collectives/select/topology_cost.h"
 
 namespace kolo {
 

@@ -1,4 +1,4 @@
-#include "collectives/cost_model.h"
+#include "collectives/select/cost_model.h"
 
 #include <cmath>
 #include <fstream>

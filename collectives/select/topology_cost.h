@@ -2,10 +2,10 @@
 // as the CostModel's links. Pure function, so every rank that received the same node
 // topologies builds the same model; a tuning file read over it (CostModel::Load(path, base))
 // replaces whatever it measured.
-#ifndef KOLO_COLLECTIVES_TOPOLOGY_COST_H_
-#define KOLO_COLLECTIVES_TOPOLOGY_COST_H_
+#ifndef KOLO_COLLECTIVES_SELECT_TOPOLOGY_COST_H_
+#define KOLO_COLLECTIVES_SELECT_TOPOLOGY_COST_H_
 
-#include "collectives/cost_model.h"
+#include "collectives/select/cost_model.h"
 #include "topology/link_model.h"
 
 namespace kolo {
@@ -22,4 +22,4 @@ inline double BetaOfGbps(double gbps) { return gbps > 0 ? 1.0 / (gbps * 1000.0) 
 
 }  // namespace kolo
 
-#endif  // KOLO_COLLECTIVES_TOPOLOGY_COST_H_
+#endif  // KOLO_COLLECTIVES_SELECT_TOPOLOGY_COST_H_

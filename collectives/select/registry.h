@@ -1,7 +1,7 @@
 // The table of all-reduce algorithms and the Selector that picks the cheapest one that
 // supports an input. Deterministic from shared facts, so every rank picks the same.
-#ifndef KOLO_COLLECTIVES_REGISTRY_H_
-#define KOLO_COLLECTIVES_REGISTRY_H_
+#ifndef KOLO_COLLECTIVES_SELECT_REGISTRY_H_
+#define KOLO_COLLECTIVES_SELECT_REGISTRY_H_
 
 #include <memory>
 #include <string>
@@ -41,4 +41,4 @@ class AllreduceSelector {
 
 }  // namespace kolo
 
-#endif  // KOLO_COLLECTIVES_REGISTRY_H_
+#endif  // KOLO_COLLECTIVES_SELECT_REGISTRY_H_

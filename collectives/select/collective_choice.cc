@@ -1,4 +1,4 @@
-#include "collectives/host/collective_choice.h"
+#include "collectives/select/collective_choice.h"
 
 namespace kolo {
 namespace {

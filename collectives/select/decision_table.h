@@ -2,15 +2,15 @@
 // decision table. Every algorithm in the table is ranked by its cost formula for a float32 sum
 // of `bytes` over `nodes` x `ranks_per_node` ranks with the node structure in place (shared
 // memory and the local/cross communicators available), host and device buffers alike.
-#ifndef KOLO_COLLECTIVES_DECISION_TABLE_H_
-#define KOLO_COLLECTIVES_DECISION_TABLE_H_
+#ifndef KOLO_COLLECTIVES_SELECT_DECISION_TABLE_H_
+#define KOLO_COLLECTIVES_SELECT_DECISION_TABLE_H_
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
 #include "collectives/algorithm.h"
-#include "collectives/cost_model.h"
+#include "collectives/select/cost_model.h"
 
 namespace kolo {
 
@@ -49,4 +49,4 @@ std::vector<Decision> MakeDecisionTable(const CostModel& cost, int nodes, int ra
 
 }  // namespace kolo
 
-#endif  // KOLO_COLLECTIVES_DECISION_TABLE_H_
+#endif  // KOLO_COLLECTIVES_SELECT_DECISION_TABLE_H_

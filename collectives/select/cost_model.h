@@ -13,8 +13,8 @@
 // messages (see bench/calibrate.h), so it already includes what such messages pay.
 //
 // Units: microseconds and bytes (beta, gamma, copy: microseconds per byte).
-#ifndef KOLO_COLLECTIVES_COST_MODEL_H_
-#define KOLO_COLLECTIVES_COST_MODEL_H_
+#ifndef KOLO_COLLECTIVES_SELECT_COST_MODEL_H_
+#define KOLO_COLLECTIVES_SELECT_COST_MODEL_H_
 
 #include <string>
 
@@ -34,7 +34,7 @@ struct CostModel {
   LinkCost inter = {5.0, 1.0 / 3000.0};
   // GPU buffers (the NCCL candidates): one step between two GPUs of a node, and a GPU's share
   // of its NIC. Defaults: PCIe Gen3 x16 at NCCL's 12 GB/s and 1 us a hop; a 100 Gbit/s port
-  // at NCCL's 12 GB/s and 2 us. With a topology (collectives/topology_cost.h) both come from
+  // at NCCL's 12 GB/s and 2 us. With a topology (collectives/select/topology_cost.h) both come from
   // the NVLink/PCIe/NIC link model.
   LinkCost device_intra = {1.0, 1.0 / 12000.0};
   LinkCost device_inter = {2.0, 1.0 / 12000.0};
@@ -74,4 +74,4 @@ struct CostModel {
 
 }  // namespace kolo
 
-#endif  // KOLO_COLLECTIVES_COST_MODEL_H_
+#endif  // KOLO_COLLECTIVES_SELECT_COST_MODEL_H_

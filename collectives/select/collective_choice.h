@@ -5,8 +5,8 @@
 // Open MPI's tuned component already switches between the same algorithms (ring, recursive
 // doubling, binomial, scatter + all-gather, pairwise) by size, so the cost model would only
 // repeat its choice; kolo's own exist for backends without native collectives and to compare.
-#ifndef KOLO_COLLECTIVES_HOST_COLLECTIVE_CHOICE_H_
-#define KOLO_COLLECTIVES_HOST_COLLECTIVE_CHOICE_H_
+#ifndef KOLO_COLLECTIVES_SELECT_COLLECTIVE_CHOICE_H_
+#define KOLO_COLLECTIVES_SELECT_COLLECTIVE_CHOICE_H_
 
 #include <string>
 #include <vector>
@@ -48,4 +48,4 @@ class CollectiveChoice {
 
 }  // namespace kolo
 
-#endif  // KOLO_COLLECTIVES_HOST_COLLECTIVE_CHOICE_H_
+#endif  // KOLO_COLLECTIVES_SELECT_COLLECTIVE_CHOICE_H_
