@@ -96,10 +96,10 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   TensorEntry entry;
   entry.request = RequestOf(s, layout_.rank);
   Request& r = entry.request;
-  if (s.name.empty()) return InvalidArgumentError(std::string(OpTypeName(s.op)) + ": empty name");
   // `reason`: why this rank refuses the submission, announced to the peers as it is; the
-  // caller's error is labelled with the operation and the name.
-  Status reason = Admit(s, &r);
+  // caller's error is labelled with the operation and the name. A nameless submission cannot
+  // be announced (no peer could match it): it is refused here alone.
+  Status reason = s.name.empty() ? InvalidArgumentError("empty name") : Admit(s, &r);
   std::unique_lock<std::mutex> join_lock(join_mu_);
   if (!join_name_.empty()) {
     if (s.op == OpType::kJoin) {
@@ -128,6 +128,9 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   if (!reason.ok()) {
     // The peers have submitted or will submit this name too: tell the coordinator, so they
     // get an error instead of waiting for this rank forever.
+    if (s.name.empty()) {
+      return Status(reason.code(), std::string(OpTypeName(s.op)) + ": " + reason.message());
+    }
     if (s.op != OpType::kJoin) {
       r.refused = reason.message();
       queue_.AddRefused(r);
@@ -198,11 +201,10 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
     r.group = group[0].name;
     r.group_size = static_cast<int32_t>(group.size());
     // Why this member is refused, without its label (as Enqueue's `reason`).
-    Status v = s.name.empty()
-                   ? InvalidArgumentError("empty name")
-                   : s.op == op ? Admit(s, &r)
-                                : InvalidArgumentError("a group holds one operation (" +
-                                                       std::string(OpTypeName(op)) + ")");
+    Status v = s.op != op ? InvalidArgumentError("a group holds one operation (" +
+                                                 std::string(OpTypeName(op)) + ")")
+               : s.name.empty() ? InvalidArgumentError("empty name")
+                                : Admit(s, &r);
     if (v.ok() && r.device >= 0 && s.ready_stream != nullptr) {
       auto ev = RecordReadyEvent(r.device, s.ready_stream);
       if (ev.ok()) {
@@ -213,7 +215,9 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
     }
     if (!v.ok() && bad.ok()) {
       bad_reason = v.message();
-      const std::string label = s.name.empty() ? std::string(OpTypeName(s.op)) : Describe(s);
+      // A nameless member's own reason has no name to label (as Enqueue's).
+      const std::string label =
+          s.name.empty() && s.op == op ? std::string(OpTypeName(s.op)) : Describe(s);
       bad = Status(v.code(), label + ": " + v.message());
       bad_index = i;
     }

@@ -214,7 +214,26 @@ kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats) {
   stats->fusion_threshold = s.fusion_threshold_bytes;
   stats->cycle_time_ms = s.cycle_time_ms;
   stats->autotune_done = s.autotune_done ? 1 : 0;
-  stats->fused_responses = s.fused_responses;
+  return KOLO_SUCCESS;
+}
+
+kolo_status_t kolo_fusion_stats(kolo_fusion_stats_t* stats) {
+  kolo::capi::LastError().clear();
+  // The first version of the struct ends with fused_tensors; a later caller's larger struct
+  // keeps its newer fields as they were.
+  constexpr size_t kFirstSize = offsetof(kolo_fusion_stats_t, fused_tensors) + sizeof(uint64_t);
+  if (!stats || stats->size < kFirstSize) {
+    return Fail(kolo::InvalidArgumentError(
+        "kolo_fusion_stats: stats is NULL or its size " +
+        std::to_string(stats ? stats->size : 0) + " is below " + std::to_string(kFirstSize) +
+        "; start from KOLO_FUSION_STATS_INIT"));
+  }
+  auto runtime = CurrentRuntime();
+  if (!runtime) {
+    return Fail(kolo::FailedPreconditionError("kolo_fusion_stats: kolo is not initialized"));
+  }
+  const kolo::NegotiationStats s = runtime->negotiation_stats();
+  stats->fused_operations = s.fused_responses;
   stats->fused_tensors = s.fused_tensors;
   return KOLO_SUCCESS;
 }

@@ -1,7 +1,7 @@
 // Tier 2 of every all-reduce algorithm in the registry: the cases of the thread-world suite
 // (tests/unit/algorithm_check.h: every dtype x op x count, 2^20 included, in and out of place,
 // plus random float32 sums that must be bitwise equal on every rank) run over an
-// MpiCommunicator under mpirun. It links kolo_core directly (no runtime, no C API): the
+// MpiCommunicator under mpirun. It links the core libraries directly (no runtime, no C API): the
 // algorithms alone over real MPI point-to-point.
 //
 // Its own main: MPI_Init_thread(MPI_THREAD_MULTIPLE); rank 0 prints gtest's output, other ranks

@@ -198,9 +198,9 @@ FusionTest::SavedEnv FusionTest::old_chunk_;
 FusionTest::SavedEnv FusionTest::old_wake_;
 FusionTest::SavedEnv FusionTest::old_cycle_;
 
-kolo_negotiation_stats_t Stats() {
-  kolo_negotiation_stats_t s{};
-  EXPECT_EQ(kolo_negotiation_stats(&s), KOLO_SUCCESS) << LastError();
+kolo_fusion_stats_t Stats() {
+  kolo_fusion_stats_t s = KOLO_FUSION_STATS_INIT;
+  EXPECT_EQ(kolo_fusion_stats(&s), KOLO_SUCCESS) << LastError();
   return s;
 }
 
@@ -271,17 +271,35 @@ TEST_F(FusionTest, ManyTinyTensors) {
   auto items = MakeItems(specs, "", 12000);
   std::vector<size_t> order = Iota(items.size());
   if (WorldRank() % 2 == 1) std::reverse(order.begin(), order.end());
-  const kolo_negotiation_stats_t before = Stats();
+  const kolo_fusion_stats_t before = Stats();
   RunInOrder(items, order);
-  const kolo_negotiation_stats_t after = Stats();
+  const kolo_fusion_stats_t after = Stats();
   // 400 tensors of two kinds in a burst, over 20 ms cycles: some operation carried several
   // of them. Every tensor is fused at most once.
-  const uint64_t fused = after.fused_responses - before.fused_responses;
+  const uint64_t fused = after.fused_operations - before.fused_operations;
   const uint64_t tensors = after.fused_tensors - before.fused_tensors;
   EXPECT_GT(fused, 0u) << "no operation carried more than one of the " << specs.size()
                        << " tensors";
   EXPECT_GE(tensors, 2 * fused);
   EXPECT_LE(tensors, specs.size());
+}
+
+// The fusion counters' struct grows by fields: NULL and a size below the first version's are
+// refused; a larger (later) struct keeps the fields this library does not know.
+TEST_F(FusionTest, FusionStatsCheckTheirSize) {
+  EXPECT_EQ(kolo_fusion_stats(nullptr), KOLO_ERR_INVALID_ARGUMENT);
+  kolo_fusion_stats_t small = KOLO_FUSION_STATS_INIT;
+  small.size = sizeof(size_t) + sizeof(uint64_t);  // ends before fused_tensors
+  EXPECT_EQ(kolo_fusion_stats(&small), KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("KOLO_FUSION_STATS_INIT"), std::string::npos) << LastError();
+  struct Later {
+    kolo_fusion_stats_t known;
+    uint64_t newer;
+  } later{KOLO_FUSION_STATS_INIT, 77};
+  later.known.size = sizeof(Later);
+  ASSERT_EQ(kolo_fusion_stats(&later.known), KOLO_SUCCESS) << LastError();
+  EXPECT_EQ(later.newer, 77u);
+  EXPECT_GE(later.known.fused_tensors, 2 * later.known.fused_operations);
 }
 
 // Much larger than both the threshold and the piece size, odd lengths.

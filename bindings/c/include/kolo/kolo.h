@@ -444,13 +444,26 @@ typedef struct {
   int64_t fusion_threshold;     /* bytes, in force now (KOLO_AUTOTUNE changes it) */
   double cycle_time_ms;         /* in force now */
   int autotune_done;            /* rank 0: 1 once KOLO_AUTOTUNE has settled (or is off) */
-  uint64_t fused_responses;     /* operations that carried more than one tensor (fusion) */
-  uint64_t fused_tensors;       /* the tensors those carried */
 } kolo_negotiation_stats_t;
 
 /* Fills *stats (this rank's counters). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL),
  * KOLO_ERR_FAILED_PRECONDITION (not initialised). */
 KOLO_API kolo_status_t kolo_negotiation_stats(kolo_negotiation_stats_t* stats);
+
+/* Counters of fusion since kolo_init: whether the negotiation put several tensors into one
+ * operation. Grows by fields at its end: start from KOLO_FUSION_STATS_INIT, which sets `size`;
+ * the library fills the fields that fit in it. */
+typedef struct {
+  size_t size;               /* sizeof(kolo_fusion_stats_t) */
+  uint64_t fused_operations; /* operations that carried more than one tensor */
+  uint64_t fused_tensors;    /* the tensors those carried */
+} kolo_fusion_stats_t;
+
+#define KOLO_FUSION_STATS_INIT { sizeof(kolo_fusion_stats_t), 0, 0 }
+
+/* Fills *stats (this rank's counters). Errors: KOLO_ERR_INVALID_ARGUMENT (NULL, or a `size`
+ * smaller than the first version's), KOLO_ERR_FAILED_PRECONDITION (not initialised). */
+KOLO_API kolo_status_t kolo_fusion_stats(kolo_fusion_stats_t* stats);
 /* ---- timeline ------------------------------------------------------------------------------ */
 
 /* Starts writing the timeline — a Chrome trace of every tensor's negotiation and execution, to
