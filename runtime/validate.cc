@@ -47,36 +47,17 @@ Status ValidateSplits(const Submission& s, int size) {
   return Status::OK();
 }
 
-}  // namespace
-
-Status ValidateSubmission(const Submission& s, int size) {
-  for (int64_t d : s.shape) {
-    if (d < 0) {
-      return InvalidArgumentError(
-          fmt::format("negative dimension in shape {}", ShapeString(s.shape)));
-    }
+Status ValidateScaling(const Submission& s) {
+  if (s.dtype == DataType::kBool && s.reduce_op == ReduceOp::kAverage) {
+    return InvalidArgumentError("Average is not defined for bool");
   }
-  int64_t bytes = 0;
-  if (!ShapeBytes(s.shape, s.dtype, &bytes)) {
-    return InvalidArgumentError(fmt::format("shape {} of {} is larger than 2^63-1 bytes",
-                                            ShapeString(s.shape), DataTypeName(s.dtype)));
+  if (!std::isfinite(s.prescale) || !std::isfinite(s.postscale)) {
+    return InvalidArgumentError("scale factors must be finite");
   }
-  const bool barrier_name = s.name.rfind(kBarrierPrefix, 0) == 0;
-  if (barrier_name != (s.op == OpType::kBarrier)) {
-    return InvalidArgumentError(
-        fmt::format("names starting with '{}' are reserved for barriers", kBarrierPrefix));
+  if (s.dtype == DataType::kBool && (s.prescale != 1.0 || s.postscale != 1.0)) {
+    return InvalidArgumentError("scale factors must be 1 for bool");
   }
-  const bool join_name = s.name.rfind(kJoinPrefix, 0) == 0;
-  if (join_name != (s.op == OpType::kJoin)) {
-    return InvalidArgumentError(
-        fmt::format("names starting with '{}' are reserved for join", kJoinPrefix));
-  }
-  const int64_t count = NumElements(s.shape);
-  const bool kolo_allocates = s.op == OpType::kAllgather || s.op == OpType::kReducescatter ||
-                              s.op == OpType::kAlltoall;
-  if (count > 0 && !s.input) return InvalidArgumentError("input is NULL");
-  if (count > 0 && !kolo_allocates && !s.output) return InvalidArgumentError("output is NULL");
-  return ValidateOperation(s, size);
+  return Status::OK();
 }
 
 Status ValidateOperation(const Submission& s, int size) {
@@ -116,17 +97,36 @@ Status ValidateOperation(const Submission& s, int size) {
   return Status::OK();
 }
 
-Status ValidateScaling(const Submission& s) {
-  if (s.dtype == DataType::kBool && s.reduce_op == ReduceOp::kAverage) {
-    return InvalidArgumentError("Average is not defined for bool");
+}  // namespace
+
+Status ValidateSubmission(const Submission& s, int size) {
+  for (int64_t d : s.shape) {
+    if (d < 0) {
+      return InvalidArgumentError(
+          fmt::format("negative dimension in shape {}", ShapeString(s.shape)));
+    }
   }
-  if (!std::isfinite(s.prescale) || !std::isfinite(s.postscale)) {
-    return InvalidArgumentError("scale factors must be finite");
+  int64_t bytes = 0;
+  if (!ShapeBytes(s.shape, s.dtype, &bytes)) {
+    return InvalidArgumentError(fmt::format("shape {} of {} is larger than 2^63-1 bytes",
+                                            ShapeString(s.shape), DataTypeName(s.dtype)));
   }
-  if (s.dtype == DataType::kBool && (s.prescale != 1.0 || s.postscale != 1.0)) {
-    return InvalidArgumentError("scale factors must be 1 for bool");
+  const bool barrier_name = s.name.rfind(kBarrierPrefix, 0) == 0;
+  if (barrier_name != (s.op == OpType::kBarrier)) {
+    return InvalidArgumentError(
+        fmt::format("names starting with '{}' are reserved for barriers", kBarrierPrefix));
   }
-  return Status::OK();
+  const bool join_name = s.name.rfind(kJoinPrefix, 0) == 0;
+  if (join_name != (s.op == OpType::kJoin)) {
+    return InvalidArgumentError(
+        fmt::format("names starting with '{}' are reserved for join", kJoinPrefix));
+  }
+  const int64_t count = NumElements(s.shape);
+  const bool kolo_allocates = s.op == OpType::kAllgather || s.op == OpType::kReducescatter ||
+                              s.op == OpType::kAlltoall;
+  if (count > 0 && !s.input) return InvalidArgumentError("input is NULL");
+  if (count > 0 && !kolo_allocates && !s.output) return InvalidArgumentError("output is NULL");
+  return ValidateOperation(s, size);
 }
 
 }  // namespace kolo

@@ -20,19 +20,14 @@ namespace kolo {
 //  - names: "__kolo_barrier." only for barriers, "__kolo_join." only for join;
 //  - buffers: an input when there are elements, an output too unless kolo allocates it
 //    (allgather, reducescatter, alltoall);
-//  - per operation: ValidateOperation.
+//  - per operation: allreduce (Adasum: a floating dtype and a number of ranks Adasum's tree can
+//    combine), allgather (one dimension at least), broadcast (root in [0, size)), reducescatter
+//    (one dimension; Sum or Average), alltoall (one dimension; splits: one per rank, none
+//    negative, summing to the first dimension; without splits the first dimension divides by
+//    `size`), barrier (no data);
+//  - reductions' scale factors (allreduce, reducescatter): no Average of bool, finite factors,
+//    factors of 1 for bool.
 Status ValidateSubmission(const Submission& s, int size);
-
-// The operation's own rules: allreduce (Adasum: a floating dtype and a number of ranks Adasum's
-// tree can combine; ValidateScaling), allgather (one dimension at least), broadcast (root in
-// [0, size)), reducescatter (one dimension; Sum or Average; ValidateScaling), alltoall (one
-// dimension; splits: one per rank, none negative, summing to the first dimension; without
-// splits the first dimension divides by `size`), barrier (no data).
-Status ValidateOperation(const Submission& s, int size);
-
-// A reduction's dtype against its op and scale factors (allreduce, reducescatter): no Average
-// of bool, finite factors, factors of 1 for bool.
-Status ValidateScaling(const Submission& s);
 
 }  // namespace kolo
 

@@ -491,7 +491,7 @@ StatusOr<Topology> LoadTopologyXml(const std::string& path) {
     return InvalidArgumentError(what + ": not an hwloc topology export (no <topology> element)");
   }
   // hwloc 2.x drops every object after an XML comment inside the tree without an error
-  // (../shared/topologies/SOURCES.md, "Pitfalls"); lstopo never writes one, so refuse.
+  // (tests/fixtures/topologies/README.md); lstopo never writes one, so refuse.
   if (body.find("<!--", root) != std::string::npos) {
     return InvalidArgumentError(what + ": contains XML comments inside <topology>, after which "
                                 "hwloc 2.x silently drops objects; remove them (lstopo never "

@@ -1,6 +1,5 @@
 // NVLink from NVML, for live machines whose hwloc has no NVLinkBandwidth matrix (hwloc built
-// without its NVML plugin, or older than 2.5; ../shared/topologies/SOURCES.md: most real
-// exports lack it). NVML ships with the NVIDIA driver (libnvidia-ml.so.1) and is opened at run
+// without its NVML plugin, or older than 2.5, as in most real exports). NVML ships with the NVIDIA driver (libnvidia-ml.so.1) and is opened at run
 // time, so kolo neither links nor needs it: without a driver this does nothing.
 #ifndef KOLO_TOPOLOGY_NVML_LINKS_H_
 #define KOLO_TOPOLOGY_NVML_LINKS_H_

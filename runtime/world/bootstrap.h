@@ -42,8 +42,7 @@ class Bootstrap {
   // (KOLO_FUSION_CHUNK_BYTES).
   virtual StatusOr<Transports> Connect(const Config& config) = 0;
 
-  // This rank and the job's size (after Connect).
-  virtual int Rank() const = 0;
+  // The job's size (after Connect).
   virtual int Size() const = 0;
 
   // Collective over the job, after Connect: every rank's `mine`, in rank order, into *all. Over a

@@ -40,7 +40,6 @@ class MpiBootstrap : public Bootstrap {
     return t;
   }
 
-  int Rank() const override { return admin_ ? admin_->Rank() : -1; }
   int Size() const override { return admin_ ? admin_->Size() : 0; }
 
   Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all) override {

@@ -1,7 +1,7 @@
-// topology/ on real machines' hwloc exports (../shared/topologies, described in its SOURCES.md;
-// not shipped with kolo, so every test here skips when the directory is absent). The expected
-// counts, NVLink figures and switch sharing are SOURCES.md's facts, reasoned into kolo's terms
-// in the comments.
+// topology/ on real machines' hwloc exports, read from KOLO_SHARED_TOPOLOGY_DIR (tests/
+// CMakeLists.txt). They are not shipped with kolo (their licences do not allow it), so every
+// test here skips when the directory is absent. The expected counts, NVLink figures and switch
+// sharing are the machines' published facts, reasoned into kolo's terms in the comments.
 #include <sys/stat.h>
 
 #include <string>

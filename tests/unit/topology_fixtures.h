@@ -1,5 +1,5 @@
 // Test helpers for topology/: paths of the hwloc fixtures (tests/fixtures/topologies, shipped)
-// and of the real machines' exports (../shared/topologies, not shipped), each loaded once per
+// and of real machines' exports (KOLO_SHARED_TOPOLOGY_DIR, not shipped), each loaded once per
 // test binary, and a GPU x GPU LinkClass table checker.
 #ifndef KOLO_TESTS_UNIT_TOPOLOGY_FIXTURES_H_
 #define KOLO_TESTS_UNIT_TOPOLOGY_FIXTURES_H_

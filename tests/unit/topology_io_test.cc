@@ -91,8 +91,8 @@ TEST(TopologyErrors, WellFormedXmlThatIsNoTopologyIsInvalidArgument) {
 }
 
 TEST(TopologyErrors, XmlVersion3IsRefusedNamingTheFile) {
-  // What hwloc 3.x / master writes (../shared/topologies/SOURCES.md, pitfall 1): a small fixture
-  // with only the version changed.
+  // What hwloc 3.x writes (`<topology version="3.0">`, which hwloc 2.9 cannot load): a small
+  // fixture with only the version changed.
   std::string body = ReadFile(FixturePath("cpu-2s.xml"));
   const std::string v2 = "<topology version=\"2.0\">";
   const size_t at = body.find(v2);
