@@ -166,21 +166,33 @@ const std::vector<Knob>& Knobs() {
        Flag<&Config::timeline_mark_cycles>},
       {"KOLO_ALLREDUCE_ALGO", "", "name", "auto",
        "all-reduce algorithm: auto (the cost model picks per message) or one of ring, rd, "
-       "rabenseifner, tree, dbtree, shm, hierarchical, mpi; a forced one that cannot run an "
-       "all-reduce fails it with the reason",
+       "rabenseifner, tree, dbtree, shm, hierarchical, mpi (host), nccl, nccl_hierarchical "
+       "(GPU); a forced one that cannot run an all-reduce fails it with the reason",
        Text<&Config::allreduce_algo>},
       {"KOLO_ALLGATHER_ALGO", "", "name", "auto",
-       "all-gather: auto or mpi (the library's), ring or rd (kolo's)",
+       "all-gather: auto, mpi (the library's), ring or rd (kolo's) for host buffers; nccl for GPU "
+       "buffers",
        Text<&Config::allgather_algo>},
       {"KOLO_BROADCAST_ALGO", "", "name", "auto",
-       "broadcast: auto or mpi (the library's), binomial or scatter_allgather (kolo's)",
+       "broadcast: auto, mpi (the library's), binomial or scatter_allgather (kolo's) for host "
+       "buffers; nccl for GPU buffers",
        Text<&Config::broadcast_algo>},
       {"KOLO_REDUCESCATTER_ALGO", "", "name", "auto",
-       "reduce-scatter: auto or mpi (the library's), ring (kolo's)",
+       "reduce-scatter: auto, mpi (the library's), ring (kolo's) for host buffers; nccl for GPU "
+       "buffers",
        Text<&Config::reducescatter_algo>},
       {"KOLO_ALLTOALL_ALGO", "", "name", "auto",
-       "all-to-all: auto or mpi (the library's), pairwise (kolo's)",
+       "all-to-all: auto, mpi (the library's), pairwise (kolo's) for host buffers; nccl for GPU "
+       "buffers",
        Text<&Config::alltoall_algo>},
+      {"KOLO_NCCL_ALGO", "", "name", "",
+       "NCCL's algorithm for its all-reduce, in NCCL_ALGO's syntax (Ring, Tree, ^Tree, "
+       "allreduce:ring;...). NCCL reads only NCCL_ALGO, from the environment when it makes its "
+       "first communicator, and kolo does not change its process's environment: set NCCL_ALGO "
+       "to the same value (kolo_init refuses the two differing, case aside). Unset: "
+       "NCCL_ALGO's value. The cost model predicts NCCL's all-reduce (the `nccl` entry) as the "
+       "algorithm this leaves NCCL",
+       Text<&Config::nccl_algo>},
       {"KOLO_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", "0/1", "0",
        "1: the hierarchical all-reduce (reduce-scatter in the node, all-reduce across nodes, "
        "all-gather in the node) for every message when the job spans several nodes; on one "
@@ -237,6 +249,12 @@ StatusOr<int64_t> ParseBytes(std::string_view text) {
 
 namespace {
 
+// NCCL reads its variables without regard to case.
+std::string Lowered(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 // The value of a knob: KOLO_ name first, then the Horovod alias; nullptr when unset or empty.
 // *used receives the variable's name, for error messages.
 const char* Lookup(const EnvLookup& env, const Knob& knob, std::string_view* used) {
@@ -264,6 +282,19 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
       return InvalidArgumentError(fmt::format("{}='{}': {}", used, v, s.message()));
     }
   }
+  // NCCL takes its algorithm from NCCL_ALGO alone, so kolo's name for it can only confirm it.
+  const char* nccl = env("NCCL_ALGO");
+  const std::string nccl_algo = nccl ? nccl : "";
+  if (c.nccl_algo.empty()) {
+    c.nccl_algo = nccl_algo;
+  } else if (Lowered(c.nccl_algo) != Lowered(nccl_algo)) {
+    return InvalidArgumentError(fmt::format(
+        "KOLO_NCCL_ALGO='{}' but NCCL_ALGO is {}: NCCL reads only NCCL_ALGO, from the "
+        "environment when it makes its first communicator, and kolo does not change its "
+        "process's environment; set NCCL_ALGO='{}' where the ranks are launched (mpirun -x "
+        "NCCL_ALGO=...)",
+        c.nccl_algo, nccl ? fmt::format("'{}'", nccl_algo) : std::string("unset"), c.nccl_algo));
+  }
   return c;
 }
 
@@ -276,12 +307,11 @@ namespace {
 // Read by kolo outside the knob table, or by its scripts and tests, or set by Horovod's
 // launcher in every rank: known, so not reported.
 constexpr std::string_view kOtherKnown[] = {
-    "KOLO_NCCL_ALGO",  // collectives/nccl/nccl_run.cc, documented in README.md
     // scripts/ and tests/
     "KOLO_ROOT", "KOLO_BUILD_DIR", "KOLO_BUILD_JOBS", "KOLO_BUILD_LOCK", "KOLO_BUILD_TYPE",
     "KOLO_SKIP_APT", "KOLO_TEST_TIMEOUT", "KOLO_SANITIZE_STAGES", "KOLO_FUZZ_SECONDS",
     "KOLO_PYTEST_TIMEOUT_S", "KOLO_KEEP_TIMELINES", "KOLO_TEST_WAIT_S", "KOLO_TEST_WARN_S",
-    "KOLO_TEST_WATCHDOG_S",
+    "KOLO_TEST_WATCHDOG_S", "KOLO_TOPOLOGY_EXPORTS_DIR",
     // horovodrun's per-rank variables
     "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
     "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE", "HOROVOD_HOSTNAME", "HOROVOD_CONTROLLER",

@@ -45,6 +45,7 @@ struct Config {
   std::string broadcast_algo;       // KOLO_BROADCAST_ALGO
   std::string reducescatter_algo;   // KOLO_REDUCESCATTER_ALGO
   std::string alltoall_algo;        // KOLO_ALLTOALL_ALGO
+  std::string nccl_algo;            // KOLO_NCCL_ALGO, which must equal NCCL_ALGO; else NCCL_ALGO
   bool hierarchical_allreduce;      // KOLO_HIERARCHICAL_ALLREDUCE
 };
 

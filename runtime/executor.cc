@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "collectives/cuda/device.h"
 #include "collectives/reduce.h"
 #include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
@@ -201,7 +202,11 @@ void Runtime::ExecuteDeviceAllreduce(const Response& response, std::vector<Tenso
     device = JoinedDevice(response);
     status = DeviceJoinedAllreduceJob(response, entries, device, &ready, &job, &scratch);
   }
-  if (status.ok()) status = device_allreduce_.Run(*data_, selector_, device, job, ready);
+  if (status.ok()) {
+    status = device_allreduce_.Run(*data_, selector_, device, job, ready);
+  } else {
+    for (void* ev : ready) DestroyReadyEvent(ev);  // consumed ones are nullptr already
+  }
   FinishAllreduceOnDevice(response, device, std::move(entries), std::move(status));
 }
 

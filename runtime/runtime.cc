@@ -69,7 +69,7 @@ Status Runtime::Start() {
       data_->node()->map.nodes() > 1) {
     algo = "hierarchical";
   }
-  selector_ = AllreduceSelector(algo, std::move(cost));
+  selector_ = AllreduceSelector(algo, std::move(cost), config_.nccl_algo);
   if (algo != "auto" && !algo.empty() && !selector_.Find(algo)) {
     // Selecting anything reports the valid names.
     return selector_.Select(SelectionInput()).status();

@@ -22,12 +22,12 @@
 #include "collectives/host/adasum_allreduce.h"
 #include "collectives/select/collective_choice.h"
 #include "collectives/select/registry.h"
+#include "fusion/device_allreduce.h"
 #include "fusion/executor.h"
 #include "runtime/config.h"
-#include "runtime/negotiation/controller.h"
-#include "runtime/device/device_allreduce.h"
 #include "runtime/finaliser.h"
 #include "runtime/handle.h"
+#include "runtime/negotiation/controller.h"
 #include "runtime/progress_watch.h"
 #include "runtime/tensor_queue.h"
 #include "runtime/timeline.h"
@@ -200,7 +200,7 @@ class Runtime {
   // The data plane's stall inspector: kolo's algorithms ask it while a transfer waits long.
   ProgressWatch progress_;
   FusionExecutor fusion_;
-  DeviceAllreduce device_allreduce_;  // CUDA tensors (runtime/device/device_allreduce.h)
+  DeviceAllreduce device_allreduce_;  // CUDA tensors (fusion/device_allreduce.h)
   AllreduceSelector selector_;
   // ReduceOp::kAdasum on host tensors: its own algorithm, not chosen by the selector.
   AdasumAllreduce adasum_;

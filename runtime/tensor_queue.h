@@ -39,7 +39,7 @@ struct TensorEntry {
   void* output = nullptr;
   std::shared_ptr<Handle> handle;
   // CUDA tensors: the event recorded on the framework's stream at submission (a cudaEvent_t,
-  // runtime/device/device_allreduce.h), consumed by the execution; nullptr otherwise.
+  // collectives/cuda/device.h), consumed by the execution; nullptr otherwise.
   void* ready_event = nullptr;
 };
 

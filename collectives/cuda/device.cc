@@ -6,6 +6,8 @@
 
 #if KOLO_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "collectives/cuda/cuda_call.h"
 #endif
 
 namespace kolo {
@@ -125,7 +127,31 @@ void FreeStreamOrderedMemory(int device, void* p) {
   if (previous >= 0) cudaSetDevice(previous);
 }
 
+StatusOr<void*> RecordReadyEvent(int device, void* stream) {
+  if (stream == nullptr) return static_cast<void*>(nullptr);
+  CudaDeviceScope scope(device);
+  cudaEvent_t ev = nullptr;
+  KOLO_CUDA_CALL(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  const cudaError_t e = cudaEventRecord(ev, static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess) {
+    cudaEventDestroy(ev);
+    return CudaError(e, "cudaEventRecord (ready event on the framework's stream)");
+  }
+  return static_cast<void*>(ev);
+}
+
+void DestroyReadyEvent(void* event) {
+  if (event != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
 #else
+
+StatusOr<void*> RecordReadyEvent(int, void* stream) {
+  if (stream == nullptr) return static_cast<void*>(nullptr);
+  return UnimplementedError("a CUDA stream was given, but kolo was built without CUDA");
+}
+
+void DestroyReadyEvent(void*) {}
 
 StatusOr<void*> AllocateOnStream(int device, void*, size_t) {
   return UnimplementedError("cuda:" + std::to_string(device) +

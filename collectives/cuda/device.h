@@ -34,6 +34,15 @@ StatusOr<void*> AllocateDeviceMemory(int device, size_t bytes);
 // thread). A no-op for nullptr. cudaFree waits for the device's work using the memory.
 void FreeDeviceMemory(int device, void* p);
 
+// A CUDA event recorded on `stream` (a cudaStream_t of `device`): the framework's stream's
+// readiness at submission, so kolo's stream can wait for what the framework's kernels wrote
+// without synchronizing the host. nullptr when `stream` is nullptr (the caller gave none);
+// kUnimplemented for a stream in a build without CUDA.
+StatusOr<void*> RecordReadyEvent(int device, void* stream);
+// Frees an event from RecordReadyEvent (after its wait was enqueued, or unconsumed: a refused
+// submission). A no-op for nullptr.
+void DestroyReadyEvent(void* event);
+
 // Memory for kolo's own streams, from CUDA's stream-ordered allocator (cudaMallocAsync from the
 // device's default pool), which neither allocation nor release synchronizes: `bytes` (at least
 // 1) on `device`, usable by work enqueued on `stream` (a cudaStream_t of that device) after this

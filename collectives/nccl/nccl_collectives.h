@@ -1,4 +1,4 @@
-// The NCCL collectives of the runtime's device path beyond all-reduce and broadcast, on GPU
+// The NCCL collectives of the runtime's device path beyond all-reduce, on GPU
 // buffers of one device. Each enqueues on kolo's stream of `device` (nccl_comm.h), under an
 // NcclLease that ends before it returns, and returns without waiting: the caller queues its
 // own work around it on the same stream and waits once, or (the runtime) hands the stream's
@@ -16,6 +16,9 @@
 #include "collectives/communicator.h"
 
 namespace kolo {
+
+// ncclBroadcast of `bytes` bytes from `root`'s buffer into every rank's, in place.
+Status EnqueueNcclBroadcast(Communicator& comm, int device, void* buffer, size_t bytes, int root);
 
 // Rank r contributes part_bytes[r] bytes (send holds this rank's); recv receives every part,
 // in rank order. Equal parts: ncclAllGather; unequal: grouped ncclBroadcast per rank.

@@ -1,7 +1,5 @@
 #include "collectives/nccl/nccl_run.h"
 
-#include <cstdlib>
-
 #include "kolo/config.h"
 
 #if KOLO_WITH_NCCL
@@ -36,8 +34,6 @@ struct Call {
 
 StatusOr<Call> Prepare(const AllreduceArgs& args, const char* what) {
   Call c;
-  // NCCL_ALGO must be in the environment before NCCL reads it at its first communicator.
-  if (const char* algo = std::getenv("KOLO_NCCL_ALGO")) setenv("NCCL_ALGO", algo, 1);
   KOLO_ASSIGN_OR_RETURN(c.api, Nccl());
   const PointerKind in = ClassifyPointer(args.send);
   const PointerKind out = ClassifyPointer(args.recv);

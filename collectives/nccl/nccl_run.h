@@ -1,6 +1,6 @@
-// The NCCL algorithms' entry points (collectives/nccl/*_allreduce.cc call these). Built with
-// NCCL they run on the buffers' device through kolo's stream and wait for the result
-// (nccl_comm.h); built without, they fail with kUnimplemented saying so.
+// The NCCL algorithms' entry points (nccl_allreduce.cc and nccl_hierarchical_allreduce.cc call
+// these). Built with NCCL they run on the buffers' device through kolo's stream and wait for the
+// result (nccl_comm.h); built without, they fail with kUnimplemented saying so.
 #ifndef KOLO_COLLECTIVES_NCCL_NCCL_RUN_H_
 #define KOLO_COLLECTIVES_NCCL_NCCL_RUN_H_
 
@@ -8,8 +8,8 @@
 
 namespace kolo {
 
-// ncclAllReduce over all of comm's ranks (NCCL picks ring or tree itself; KOLO_NCCL_ALGO is
-// passed to NCCL as NCCL_ALGO before the first communicator is made).
+// ncclAllReduce over all of comm's ranks (NCCL picks its algorithm itself, bound only by
+// NCCL_ALGO in the process's environment).
 Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args);
 // The same, enqueued on kolo's stream of the buffers' device without waiting for it
 // (StreamOrderedAllreduce): the caller waits, watching the NCCL communicator of (comm, device).

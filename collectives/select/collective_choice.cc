@@ -1,68 +1,101 @@
 #include "collectives/select/collective_choice.h"
 
+#include <utility>
+
+#include "base/check.h"
+
 namespace kolo {
 namespace {
 
-template <typename Fn>
-Status Pick(const char* knob, const std::string& name,
-            const std::vector<HostAlgorithm<Fn>>& table, const HostAlgorithm<Fn>** out) {
-  *out = nullptr;
-  if (name.empty() || name == "auto" || name == "mpi") return Status::OK();
-  std::string valid = "auto, mpi";
-  for (const auto& algo : table) {
-    if (algo.name == name) {
-      *out = &algo;
-      return Status::OK();
-    }
-    valid += ", " + std::string(algo.name);
+template <typename Entry>
+Status CheckName(const char* knob, const std::string& name, const std::vector<Entry>& table) {
+  if (name.empty() || name == "auto") return Status::OK();
+  std::string valid = "auto";
+  for (const Entry& e : table) {
+    if (e.name == name) return Status::OK();
+    valid += ", " + std::string(e.name);
   }
   return InvalidArgumentError(std::string(knob) + "=" + name + ": no such algorithm (" + valid +
                               ")");
 }
 
+// The host entry under `name`; host entries take every input, so this cannot fail.
+template <typename Entry>
+const Entry* HostEntry(const std::vector<Entry>& table, const char* collective,
+                       const std::string& name) {
+  auto picked = PickEntry(table, collective, name, CollectiveInput());
+  KOLO_CHECK(picked.ok()) << ": " << picked.status().message();
+  return *picked;
+}
+
+// Runs a host entry; kolo's own algorithms say which ran in an error, as the library's calls
+// speak for themselves.
+template <typename Entry, typename... Args>
+Status RunHost(const Entry& entry, const char* collective, Args&&... args) {
+  Status s = entry.run(std::forward<Args>(args)...);
+  if (entry.library || s.ok()) return s;
+  return s.AddContext(std::string(collective) + " (" + std::string(entry.name) + ")");
+}
+
 }  // namespace
 
+CollectiveChoice::CollectiveChoice()
+    : allgather_(HostEntry(AllgatherEntries(), "all-gather", "")),
+      broadcast_(HostEntry(BroadcastEntries(), "broadcast", "")),
+      reducescatter_(HostEntry(ReduceScatterEntries(), "reduce-scatter", "")),
+      alltoall_(HostEntry(AlltoallEntries(), "all-to-all", "")) {}
+
 StatusOr<CollectiveChoice> CollectiveChoice::Make(const CollectiveNames& names) {
+  KOLO_RETURN_IF_ERROR(CheckName("KOLO_ALLGATHER_ALGO", names.allgather, AllgatherEntries()));
+  KOLO_RETURN_IF_ERROR(CheckName("KOLO_BROADCAST_ALGO", names.broadcast, BroadcastEntries()));
+  KOLO_RETURN_IF_ERROR(
+      CheckName("KOLO_REDUCESCATTER_ALGO", names.reducescatter, ReduceScatterEntries()));
+  KOLO_RETURN_IF_ERROR(CheckName("KOLO_ALLTOALL_ALGO", names.alltoall, AlltoallEntries()));
   CollectiveChoice c;
-  KOLO_RETURN_IF_ERROR(
-      Pick("KOLO_ALLGATHER_ALGO", names.allgather, HostAllgathervAlgorithms(), &c.allgather_));
-  KOLO_RETURN_IF_ERROR(
-      Pick("KOLO_BROADCAST_ALGO", names.broadcast, HostBroadcastAlgorithms(), &c.broadcast_));
-  KOLO_RETURN_IF_ERROR(Pick("KOLO_REDUCESCATTER_ALGO", names.reducescatter,
-                            HostReduceScatterAlgorithms(), &c.reducescatter_));
-  KOLO_RETURN_IF_ERROR(
-      Pick("KOLO_ALLTOALL_ALGO", names.alltoall, HostAlltoallvAlgorithms(), &c.alltoall_));
+  c.names_ = names;
+  c.allgather_ = HostEntry(AllgatherEntries(), "all-gather", names.allgather);
+  c.broadcast_ = HostEntry(BroadcastEntries(), "broadcast", names.broadcast);
+  c.reducescatter_ = HostEntry(ReduceScatterEntries(), "reduce-scatter", names.reducescatter);
+  c.alltoall_ = HostEntry(AlltoallEntries(), "all-to-all", names.alltoall);
   return c;
 }
 
 Status CollectiveChoice::Allgatherv(Communicator& comm, const void* send, size_t send_bytes,
                                     void* recv, const std::vector<size_t>& recv_bytes) const {
-  if (!allgather_) return comm.Allgatherv(send, send_bytes, recv, recv_bytes);
-  return allgather_->run(comm, send, send_bytes, recv, recv_bytes)
-      .AddContext("all-gather (" + std::string(allgather_->name) + ")");
+  return RunHost(*allgather_, "all-gather", comm, send, send_bytes, recv, recv_bytes);
 }
 
-Status CollectiveChoice::Broadcast(Communicator& comm, void* buffer, size_t bytes,
-                                   int root) const {
-  if (!broadcast_) return comm.Broadcast(buffer, bytes, root);
-  return broadcast_->run(comm, buffer, bytes, root)
-      .AddContext("broadcast (" + std::string(broadcast_->name) + ")");
+Status CollectiveChoice::Broadcast(Communicator& comm, void* buffer, size_t bytes, int root) const {
+  return RunHost(*broadcast_, "broadcast", comm, buffer, bytes, root);
 }
 
 Status CollectiveChoice::ReduceScatter(Communicator& comm, const void* send, void* recv,
                                        const std::vector<size_t>& counts, DataType dtype,
                                        ReduceOp op) {
-  if (!reducescatter_) return comm.ReduceScatter(send, recv, counts, dtype, op);
-  return reducescatter_->run(comm, send, recv, counts, dtype, op, &scratch_)
-      .AddContext("reduce-scatter (" + std::string(reducescatter_->name) + ")");
+  return RunHost(*reducescatter_, "reduce-scatter", comm, send, recv, counts, dtype, op, &scratch_);
 }
 
 Status CollectiveChoice::Alltoallv(Communicator& comm, const void* send,
                                    const std::vector<size_t>& send_bytes, void* recv,
                                    const std::vector<size_t>& recv_bytes) const {
-  if (!alltoall_) return comm.Alltoallv(send, send_bytes, recv, recv_bytes);
-  return alltoall_->run(comm, send, send_bytes, recv, recv_bytes)
-      .AddContext("all-to-all (" + std::string(alltoall_->name) + ")");
+  return RunHost(*alltoall_, "all-to-all", comm, send, send_bytes, recv, recv_bytes);
+}
+
+StatusOr<const AllgatherEntry*> CollectiveChoice::PickAllgather(const CollectiveInput& in) const {
+  return PickEntry(AllgatherEntries(), "all-gather", names_.allgather, in);
+}
+
+StatusOr<const BroadcastEntry*> CollectiveChoice::PickBroadcast(const CollectiveInput& in) const {
+  return PickEntry(BroadcastEntries(), "broadcast", names_.broadcast, in);
+}
+
+StatusOr<const ReduceScatterEntry*> CollectiveChoice::PickReduceScatter(
+    const CollectiveInput& in) const {
+  return PickEntry(ReduceScatterEntries(), "reduce-scatter", names_.reducescatter, in);
+}
+
+StatusOr<const AlltoallEntry*> CollectiveChoice::PickAlltoall(const CollectiveInput& in) const {
+  return PickEntry(AlltoallEntries(), "all-to-all", names_.alltoall, in);
 }
 
 }  // namespace kolo

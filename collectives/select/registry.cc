@@ -1,5 +1,6 @@
 #include "collectives/select/registry.h"
 
+#include "base/logging.h"  // fmt
 #include "collectives/host/rabenseifner_allreduce.h"
 #include "collectives/host/recursive_doubling_allreduce.h"
 #include "collectives/host/ring_allreduce.h"
@@ -11,10 +12,9 @@
 #include "collectives/host/hierarchical_allreduce.h"
 #include "collectives/host/shm_allreduce.h"
 #include "collectives/node_context.h"
-// GPU buffers through NCCL (ranked by the cost model; runtime/device/device_allreduce.h runs them).
+// GPU buffers through NCCL (ranked by the cost model; fusion/device_allreduce.h runs them).
+#include "collectives/nccl/nccl_allreduce.h"
 #include "collectives/nccl/nccl_hierarchical_allreduce.h"
-#include "collectives/nccl/nccl_ring_allreduce.h"
-#include "collectives/nccl/nccl_tree_allreduce.h"
 
 namespace kolo {
 
@@ -35,7 +35,7 @@ void AddFlat(std::vector<std::unique_ptr<AllreduceAlgorithm>>* table) {
 }  // namespace
 
 std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
-    std::shared_ptr<const CostModel> cost) {
+    std::shared_ptr<const CostModel> cost, NcclAllreduceAlgorithm nccl) {
   if (!cost) cost = std::make_shared<const CostModel>();
   std::vector<std::unique_ptr<AllreduceAlgorithm>> table;
   AddFlat(&table);
@@ -61,10 +61,9 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
         }
         return best;
       }));
-  // GPU buffers: NCCL's own ring and tree, and the three-phase composition with NCCL inside
-  // the nodes.
-  table.push_back(std::make_unique<NcclRingAllreduce>());
-  table.push_back(std::make_unique<NcclTreeAllreduce>());
+  // GPU buffers: NCCL's own all-reduce (its ring or tree), and the three-phase composition
+  // with NCCL inside the nodes.
+  table.push_back(std::make_unique<NcclAllreduce>(nccl));
   table.push_back(std::make_unique<NcclHierarchicalAllreduce>());
   return table;
 }
@@ -86,9 +85,9 @@ SelectionInput DescribeCommunicator(const Communicator& comm) {
   return in;
 }
 
-AllreduceSelector::AllreduceSelector(std::string forced, CostModel cost)
+AllreduceSelector::AllreduceSelector(std::string forced, CostModel cost, std::string_view nccl_algo)
     : cost_(std::make_shared<const CostModel>(std::move(cost))),
-      algorithms_(MakeAllreduceAlgorithms(cost_)),
+      algorithms_(MakeAllreduceAlgorithms(cost_, ParseNcclAlgo(nccl_algo))),
       forced_(forced == "auto" ? "" : std::move(forced)) {}
 
 AllreduceAlgorithm* AllreduceSelector::Find(std::string_view name) const {
@@ -137,8 +136,16 @@ StatusOr<AllreduceAlgorithm*> AllreduceSelector::Select(SelectionInput in) const
   if (!forced_.empty() && rejected.empty()) {
     std::string names;
     for (const auto& algo : algorithms_) names += (names.empty() ? "" : ", ") + std::string(algo->Name());
-    return UnimplementedError("KOLO_ALLREDUCE_ALGO=" + forced_ +
-                              ": no such all-reduce algorithm in this build (auto, " + names + ")");
+    // The two names NCCL's all-reduce had before it became one entry: NCCL picks its ring or
+    // tree itself, and only NCCL_ALGO binds it.
+    const bool nccl_own = forced_ == "nccl_ring" || forced_ == "nccl_tree";
+    return UnimplementedError(fmt::format(
+        "KOLO_ALLREDUCE_ALGO={}: no such all-reduce algorithm in this build (auto, {}){}", forced_,
+        names,
+        nccl_own ? fmt::format("; NCCL chooses its ring or tree itself: KOLO_ALLREDUCE_ALGO=nccl "
+                               "with NCCL_ALGO={} in the environment forces it",
+                               forced_ == "nccl_ring" ? "Ring" : "Tree")
+                 : ""));
   }
   const std::string subject = std::to_string(in.bytes) + " bytes of " +
                               std::string(DataTypeName(in.dtype)) + " over " +

@@ -10,19 +10,23 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
+#include "collectives/nccl/nccl_allreduce.h"
 
 namespace kolo {
 
 // One instance of every algorithm built into this binary, in table order. `cost` is the model
 // the algorithms that choose inner algorithms use (hierarchical's cross-node step); nullptr =
-// the built-in defaults.
+// the built-in defaults. `nccl`: what NCCL_ALGO leaves NCCL's all-reduce (its estimate).
 std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
-    std::shared_ptr<const CostModel> cost = nullptr);
+    std::shared_ptr<const CostModel> cost = nullptr,
+    NcclAllreduceAlgorithm nccl = NcclAllreduceAlgorithm::kEither);
 
 class AllreduceSelector {
  public:
   // forced: "" or "auto" for the cost model, else an algorithm's Name() (KOLO_ALLREDUCE_ALGO).
-  explicit AllreduceSelector(std::string forced = "", CostModel cost = CostModel());
+  // nccl_algo: NCCL_ALGO's value, which binds what NCCL runs (ParseNcclAlgo).
+  explicit AllreduceSelector(std::string forced = "", CostModel cost = CostModel(),
+                             std::string_view nccl_algo = "");
   // The algorithm to run (the cheapest predicted one that supports `in`, ties to the earlier
   // in the table), or kUnimplemented listing why each candidate was rejected. `in.cost` is
   // replaced by this selector's cost model.

@@ -2,29 +2,30 @@
 #include <numeric>
 #include <string>
 
+#include "collectives/cuda/device.h"
 #include "kolo/config.h"
 #include "runtime/device/device_ops.h"
 
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
-#include "collectives/nccl/nccl_collectives.h"
 #include "runtime/device/device_stream.h"
-#else
-#include "runtime/device/device_allreduce.h"
 #endif
 
 namespace kolo {
 
-Status DeviceAllgather(Communicator& comm, int device, const void* input,
-                       const std::vector<size_t>& part_bytes, void* ready_event,
+Status DeviceAllgather(Communicator& comm, const CollectiveChoice& choice, int device,
+                       const void* input, const std::vector<size_t>& part_bytes, void* ready_event,
                        DeviceOpResult* result) {
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
   KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
+  CollectiveInput in;
+  in.memory = MemoryKind::kCuda;
+  KOLO_ASSIGN_OR_RETURN(const AllgatherEntry* entry, choice.PickAllgather(in));
   const size_t total = std::accumulate(part_bytes.begin(), part_bytes.end(), size_t{0});
   KOLO_ASSIGN_OR_RETURN(result->output.data, AllocateForKoloStream(device, stream, total));
-  return EnqueueNcclAllgatherv(comm, device, input, result->output.data.get(), part_bytes)
-      .AddContext("NCCL all-gather");
+  return entry->enqueue(comm, device, input, result->output.data.get(), part_bytes)
+      .AddContext(std::string(entry->name) + " all-gather");
 #else
-  (void)comm, (void)input, (void)part_bytes, (void)result;
+  (void)comm, (void)choice, (void)input, (void)part_bytes, (void)result;
   DestroyReadyEvent(ready_event);
   return UnimplementedError("tensor on cuda:" + std::to_string(device) +
                             ", but kolo was built without CUDA and NCCL");

@@ -5,6 +5,7 @@
 // Allocated per Response (join is rare; nothing is kept), freed by the scratch after the run.
 #include <string>
 
+#include "collectives/cuda/device.h"
 #include "kolo/config.h"
 #include "runtime/operations.h"
 

@@ -18,18 +18,16 @@
 #include <string>
 #include <utility>
 
+#include "collectives/cuda/device.h"
 #include "collectives/nccl/nccl_supports.h"
 #include "collectives/reduce.h"
 #include "kolo/config.h"
 #include "runtime/device/device_ops.h"
 
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
-#include "collectives/nccl/nccl_collectives.h"
 #include "collectives/nccl/nccl_plan.h"
 #include "fusion/cuda/device_pack.h"
 #include "runtime/device/device_stream.h"
-#else
-#include "runtime/device/device_allreduce.h"
 #endif
 
 namespace kolo {
@@ -56,10 +54,11 @@ namespace {
 
 // The enqueues of DeviceReducescatter once its arguments are checked. The staging copy, when
 // one is needed, goes to *staging, which the caller releases after the last enqueue.
-Status EnqueueReducescatter(Communicator& comm, int device, cudaStream_t stream,
-                            const void* input, const std::vector<size_t>& counts, DataType dtype,
-                            ReduceOp op, double prescale, double postscale,
-                            DeviceOpResult* result, std::unique_ptr<void, BufferFree>* staging) {
+Status EnqueueReducescatter(Communicator& comm, const ReduceScatterEntry& entry, int device,
+                            cudaStream_t stream, const void* input,
+                            const std::vector<size_t>& counts, DataType dtype, ReduceOp op,
+                            double prescale, double postscale, DeviceOpResult* result,
+                            std::unique_ptr<void, BufferFree>* staging) {
   const int size = comm.Size(), rank = comm.Rank();
   CudaDeviceScope scope(device);
   const ReducescatterPlan plan = PlanReducescatter(counts);
@@ -84,9 +83,10 @@ Status EnqueueReducescatter(Communicator& comm, int device, cudaStream_t stream,
                              .AddContext("staging the parts for ncclReduceScatter"));
     send = staged;
   }
-  KOLO_RETURN_IF_ERROR(EnqueueNcclReduceScatter(comm, device, send, result->output.data.get(),
-                                                plan.padded, dtype, ReduceOp::kSum)
-                           .AddContext("NCCL reduce-scatter"));
+  KOLO_RETURN_IF_ERROR(entry
+                           .enqueue(comm, device, send, result->output.data.get(), plan.padded,
+                                    dtype, ReduceOp::kSum)
+                           .AddContext(std::string(entry.name) + " reduce-scatter"));
   // Integer Average was refused before (DeviceReductionRefusal): the float scale is all.
   const double post = LowerReduce(op, postscale, size).float_postscale;
   if (post != 1.0 && counts[rank] > 0) {
@@ -99,9 +99,9 @@ Status EnqueueReducescatter(Communicator& comm, int device, cudaStream_t stream,
 
 }  // namespace
 
-Status DeviceReducescatter(Communicator& comm, int device, const void* input,
-                           const std::vector<size_t>& counts, DataType dtype, ReduceOp op,
-                           double prescale, double postscale, void* ready_event,
+Status DeviceReducescatter(Communicator& comm, const CollectiveChoice& choice, int device,
+                           const void* input, const std::vector<size_t>& counts, DataType dtype,
+                           ReduceOp op, double prescale, double postscale, void* ready_event,
                            DeviceOpResult* result) {
   if (std::string why = DeviceReductionRefusal(dtype, op); !why.empty()) {
     DestroyReadyEvent(ready_event);
@@ -117,9 +117,15 @@ Status DeviceReducescatter(Communicator& comm, int device, const void* input,
                          std::to_string(comm.Size()) + " ranks");
   }
   KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
+  // Average goes on the wire as Sum, its division folded into the postscale.
+  CollectiveInput in;
+  in.memory = MemoryKind::kCuda;
+  in.dtype = dtype;
+  in.op = ReduceOp::kSum;
+  KOLO_ASSIGN_OR_RETURN(const ReduceScatterEntry* entry, choice.PickReduceScatter(in));
   std::unique_ptr<void, BufferFree> staging;
-  Status enqueued = EnqueueReducescatter(comm, device, stream, input, counts, dtype, op, prescale,
-                                         postscale, result, &staging);
+  Status enqueued = EnqueueReducescatter(comm, *entry, device, stream, input, counts, dtype, op,
+                                         prescale, postscale, result, &staging);
   // Past the last enqueue that reads the staging copy, whatever failed: memory taken in the
   // stream's order goes back in it now (the stream keeps it until the reduce-scatter has read
   // it); cudaMalloc'd staging stays with the result until the work is done (device_ops.h).
@@ -133,9 +139,9 @@ Status DeviceReducescatter(Communicator& comm, int device, const void* input,
 
 #else
 
-Status DeviceReducescatter(Communicator&, int device, const void*, const std::vector<size_t>&,
-                           DataType, ReduceOp, double, double, void* ready_event,
-                           DeviceOpResult*) {
+Status DeviceReducescatter(Communicator&, const CollectiveChoice&, int device, const void*,
+                           const std::vector<size_t>&, DataType, ReduceOp, double, double,
+                           void* ready_event, DeviceOpResult*) {
   DestroyReadyEvent(ready_event);
   return UnimplementedError("tensor on cuda:" + std::to_string(device) +
                             ", but kolo was built without CUDA and NCCL");

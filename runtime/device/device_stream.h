@@ -13,7 +13,6 @@
 #include "collectives/cuda/cuda_call.h"
 #include "collectives/cuda/device.h"
 #include "collectives/nccl/nccl_comm.h"
-#include "runtime/device/device_allreduce.h"
 #include "runtime/handle.h"
 
 namespace kolo {

@@ -71,7 +71,7 @@ void Runtime::ExecuteDeviceBroadcast(const Response& response, TensorEntry entry
   void* ready = entry.ready_event;
   entry.ready_event = nullptr;
   const int device = entry.request.device;  // this rank's: ranks agree on the kind only
-  Status enqueued = DeviceBroadcast(*data_, device, entry.input, entry.output, bytes,
+  Status enqueued = DeviceBroadcast(*data_, collectives_, device, entry.input, entry.output, bytes,
                                     response.root, ready);
   auto taken = std::make_shared<TensorEntry>(std::move(entry));
   CompleteOnDevice(device, std::move(enqueued), [this, taken](Status status) {
@@ -93,7 +93,8 @@ void Runtime::ExecuteDeviceOutputOp(const Response& response, TensorEntry entry)
   switch (response.type) {
     case ResponseType::kAllgather: {
       const AllgatherParts parts = AllgatherPartsOf(response, entry.request);
-      enqueued = DeviceAllgather(*data_, device, entry.input, parts.bytes, ready, result.get());
+      enqueued = DeviceAllgather(*data_, collectives_, device, entry.input, parts.bytes, ready,
+                                 result.get());
       shape[0] = parts.rows;
       break;
     }
@@ -104,17 +105,17 @@ void Runtime::ExecuteDeviceOutputOp(const Response& response, TensorEntry entry)
         enqueued = parts.status();
         break;
       }
-      enqueued = DeviceAlltoall(*data_, device, entry.input, parts->send_bytes,
+      enqueued = DeviceAlltoall(*data_, collectives_, device, entry.input, parts->send_bytes,
                                 parts->recv_bytes, ready, result.get());
       shape[0] = parts->rows;
       result->output.splits = std::move(parts->received);
       break;
     }
     case ResponseType::kReducescatter:
-      enqueued = DeviceReducescatter(*data_, device, entry.input,
-                                     ReducescatterCounts(shape, size), response.dtype,
-                                     response.reduce_op, response.prescale, response.postscale,
-                                     ready, result.get());
+      enqueued =
+          DeviceReducescatter(*data_, collectives_, device, entry.input,
+                              ReducescatterCounts(shape, size), response.dtype, response.reduce_op,
+                              response.prescale, response.postscale, ready, result.get());
       shape[0] = ReducescatterShare(shape[0], rank, size);
       break;
     default:

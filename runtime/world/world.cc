@@ -108,7 +108,9 @@ StatusOr<std::shared_ptr<World>> World::Start(std::unique_ptr<Bootstrap> bootstr
       {"KOLO_ALLGATHER_ALGO", &config.allgather_algo},
       {"KOLO_BROADCAST_ALGO", &config.broadcast_algo},
       {"KOLO_REDUCESCATTER_ALGO", &config.reducescatter_algo},
-      {"KOLO_ALLTOALL_ALGO", &config.alltoall_algo}};
+      {"KOLO_ALLTOALL_ALGO", &config.alltoall_algo},
+      // What NCCL runs is part of the device all-reduce's prediction.
+      {"NCCL_ALGO", &config.nccl_algo}};
   for (const auto& [knob, value] : algos) {
     if (agreed.ok()) agreed = AgreeOnString(gather_all, knob, *value);
   }

@@ -179,6 +179,7 @@ TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
     for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(rank * 1000 + i);
     return v;
   };
+  const CollectiveChoice choice;  // the device entries: NCCL's
   testing::RunOnThreadWorld(2, [&](Communicator& comm) {
     const int me = comm.Rank();
     cudaSetDevice(me);
@@ -189,7 +190,7 @@ TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
     std::memcpy(bytes.data(), mine.data(), bytes.size());
     void* d = ToDevice(bytes);
     DeviceOpResult g;
-    const Status gs = DeviceAllgather(comm, me, d, {rows[0] * 8, rows[1] * 8}, nullptr, &g);
+    const Status gs = DeviceAllgather(comm, choice, me, d, {rows[0] * 8, rows[1] * 8}, nullptr, &g);
     ASSERT_TRUE(gs.ok()) << gs.ToString();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the calls only enqueue
     ExpectOnDevice(g.output, me);
@@ -212,7 +213,7 @@ TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
     std::memcpy(ob.data(), out_mine.data(), ob.size());
     d = ToDevice(ob);
     DeviceOpResult t;
-    const Status ts = DeviceAlltoall(comm, me, d, send, recv, nullptr, &t);
+    const Status ts = DeviceAlltoall(comm, choice, me, d, send, recv, nullptr, &t);
     ASSERT_TRUE(ts.ok()) << ts.ToString();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ExpectOnDevice(t.output, me);
@@ -236,8 +237,8 @@ TEST(GpuRuntime, UnequalPartsOnTwoGpus) {
     std::memcpy(rb.data(), rs.data(), rb.size());
     d = ToDevice(rb);
     DeviceOpResult r;
-    const Status rs_status =
-        DeviceReducescatter(comm, me, d, counts, f32, ReduceOp::kAverage, 2.0, 1.0, nullptr, &r);
+    const Status rs_status = DeviceReducescatter(comm, choice, me, d, counts, f32,
+                                                 ReduceOp::kAverage, 2.0, 1.0, nullptr, &r);
     ASSERT_TRUE(rs_status.ok()) << rs_status.ToString();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ExpectOnDevice(r.output, me);

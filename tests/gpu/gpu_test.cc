@@ -167,8 +167,8 @@ TEST(GpuNccl, OneRankAllreduceEveryDtypeAndOp) {
   KOLO_SKIP_WITHOUT_GPU();
   if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
   testing::RunOnThreadWorld(1, [&](Communicator& comm) {
-    AllreduceSelector forced("nccl_ring");
-    AllreduceAlgorithm* algo = forced.Find("nccl_ring");
+    AllreduceSelector forced("nccl");
+    AllreduceAlgorithm* algo = forced.Find("nccl");
     ASSERT_NE(algo, nullptr);
     for (DataType dtype : kAllDtypes) {
       if (dtype == DataType::kInt16 || dtype == DataType::kUInt16 || dtype == DataType::kBool) {
@@ -197,10 +197,10 @@ TEST(GpuNccl, HostBuffersAreRefused) {
   KOLO_SKIP_WITHOUT_GPU();
   if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
   testing::RunOnThreadWorld(1, [&](Communicator& comm) {
-    AllreduceSelector forced("nccl_ring");
+    AllreduceSelector forced("nccl");
     std::vector<float> host(64, 1.0f);
     AllreduceArgs args{host.data(), host.data(), host.size(), DataType::kFloat32, ReduceOp::kSum};
-    Status s = forced.Find("nccl_ring")->Run(comm, args);
+    Status s = forced.Find("nccl")->Run(comm, args);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   });
 }

@@ -138,8 +138,6 @@ TEST(Config, ReadmeTableMatchesTheKnobs) {
       rows[name.substr(open + 1, close - open - 1)] = {cells[1], cells[3]};
     }
   }
-  // Read outside the table, where NCCL makes its communicators.
-  rows.erase("KOLO_NCCL_ALGO");
   std::set<std::string> knob_names;
   for (const Knob& k : Knobs()) {
     const std::string name(k.name);
@@ -162,6 +160,25 @@ TEST(Config, ReadmeTableMatchesTheKnobs) {
   for (const auto& [name, row] : rows) {
     EXPECT_TRUE(knob_names.count(name)) << "README.md lists " << name << ", which is no knob";
   }
+}
+
+// NCCL reads NCCL_ALGO only: kolo's knob takes its value, and may only repeat it.
+TEST(Config, NcclAlgoFollowsNcclsOwnVariable) {
+  EXPECT_EQ(FromMap({})->nccl_algo, "");
+  EXPECT_EQ(FromMap({{"NCCL_ALGO", "Tree"}})->nccl_algo, "Tree");
+  EXPECT_EQ(FromMap({{"NCCL_ALGO", "Ring"}, {"KOLO_NCCL_ALGO", "Ring"}})->nccl_algo, "Ring");
+  EXPECT_TRUE(FromMap({{"NCCL_ALGO", "ring"}, {"KOLO_NCCL_ALGO", "Ring"}}).ok());  // as NCCL
+  auto unset = FromMap({{"KOLO_NCCL_ALGO", "Tree"}});
+  ASSERT_FALSE(unset.ok());
+  EXPECT_EQ(unset.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unset.status().message().find("KOLO_NCCL_ALGO='Tree' but NCCL_ALGO is unset"),
+            std::string::npos)
+      << unset.status().message();
+  EXPECT_NE(unset.status().message().find("set NCCL_ALGO='Tree'"), std::string::npos);
+  auto differ = FromMap({{"KOLO_NCCL_ALGO", "Tree"}, {"NCCL_ALGO", "Ring"}});
+  ASSERT_FALSE(differ.ok());
+  EXPECT_NE(differ.status().message().find("NCCL_ALGO is 'Ring'"), std::string::npos)
+      << differ.status().message();
 }
 
 TEST(Config, HierarchicalAllreduceFromHorovodsVariable) {

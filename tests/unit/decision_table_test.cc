@@ -69,10 +69,10 @@ Topology OnePortH100() {
 // With one port per node, its 8 GPUs share it: 6 GB/s each. 2 nodes x 8, 128 MiB:
 //   flat ring: 2(15/16) n / min(370.8, 8 x 6 = 48 GB/s)              ~ 0.0391 us/B x n
 //   hierarchical: 2(7/8) n / 370.8 + 2(1/2)(n/8) / 6 GB/s            ~ 0.0256 us/B x n
-// -> nccl_hierarchical, by ~1.5x (the 2x bound of 2 nodes, less its in-node passes). At 8 B the
-// tree's 6.6 + 2 (log2 2 x 3 + 7 x 0.5) = 19.6 us beats hierarchical's three start-ups plus
-// its hops (> 19.8 us) and the ring's 30 steps of 3 us -> nccl_tree (alpha_net = 3 us, the
-// slowest GPU's).
+// -> nccl_hierarchical, by ~1.5x (the 2x bound of 2 nodes, less its in-node passes), NCCL's
+// own all-reduce the runner-up at its ring's time. At 8 B its tree's 6.6 + 2 (log2 2 x 3 +
+// 7 x 0.5) = 19.6 us beats hierarchical's three start-ups plus its hops (> 19.8 us) and its
+// ring's 30 steps of 3 us -> nccl, at the tree's time (alpha_net = 3 us, the slowest GPU's).
 TEST(DecisionTable, NvswitchNodesWithSlowerNicsPickHierarchicalForLargeMessages) {
   const CostModel cost = CostOfTopology(OnePortH100(), 2, 8);
   const double nv = 18 * NvlinkAchievableGbpsPerLink(4) * 1000;  // bytes per us
@@ -90,12 +90,12 @@ TEST(DecisionTable, NvswitchNodesWithSlowerNicsPickHierarchicalForLargeMessages)
   const Decision big = At(table, k128MiB);
   EXPECT_EQ(big.best, "nccl_hierarchical");
   EXPECT_NEAR(big.best_us, hier, 1e-6 * hier);
-  EXPECT_EQ(big.runner_up, "nccl_ring");
+  EXPECT_EQ(big.runner_up, "nccl");
   EXPECT_NEAR(big.runner_up_us, ring, 1e-6 * ring);
   EXPECT_LT(hier * 1.4, ring);  // the margin the topology gives it, not a tie
 
   const Decision small = At(table, k8B);
-  EXPECT_EQ(small.best, "nccl_tree");
+  EXPECT_EQ(small.best, "nccl");
   EXPECT_NEAR(small.best_us, 6.6 + 2 * (1 * a + 7 * kNvlinkHopUs), 1e-3);
   // Still hierarchical at 4 nodes, by less ((31/32) / (3/4) at most).
   const auto four = MakeDecisionTable(CostOfTopology(OnePortH100(), 4, 8), 4, 8,
@@ -107,7 +107,7 @@ TEST(DecisionTable, NvswitchNodesWithSlowerNicsPickHierarchicalForLargeMessages)
 // are as fast as NVLink, so NCCL's ring, which runs a channel per port, moves 2(31/32) n at
 // 370.8 GB/s, and hierarchical only adds its in-node passes (2(7/8) n / 370.8 + 2(3/4) n / 384
 // ~ 1.65x the ring): it is never chosen from 2 MiB up. At 1 GiB the ring's 62 start-ups of
-// 2 us are paid off and its 2(31/32) n beats the tree's 2n -> nccl_ring, the tree runner-up.
+// 2 us are paid off and its 2(31/32) n beats the tree's 2n -> nccl, at the ring's time.
 TEST(DecisionTable, RailOptimizedNvswitchNodesKeepNcclsFlatAlgorithms) {
   const CostModel cost = CostOf("h100-nvswitch-8gpu.xml", 4, 8);
   const auto table = MakeDecisionTable(cost, 4, 8, MemoryKind::kCuda, DecisionSizes());
@@ -119,18 +119,19 @@ TEST(DecisionTable, RailOptimizedNvswitchNodesKeepNcclsFlatAlgorithms) {
   const double nv = 18 * NvlinkAchievableGbpsPerLink(4) * 1000;
   const double n = static_cast<double>(size_t{1} << 30);
   const Decision big = At(table, size_t{1} << 30);
-  EXPECT_EQ(big.best, "nccl_ring");
+  EXPECT_EQ(big.best, "nccl");
   EXPECT_NEAR(big.best_us, 6.6 + 2 * 31 * (2.0 + n / 32 / nv), 1e-3);
-  EXPECT_EQ(big.runner_up, "nccl_tree");
+  EXPECT_EQ(big.runner_up, "nccl_hierarchical");
 }
 
-// One PCIe node of 4 GPUs: NCCL's trees span nodes and hierarchical needs several, so the ring
-// is the only device candidate at every size; for host buffers one node means shared memory
-// (one barrier and a copy: far below rd's log2(4) = 2 shm point-to-point steps of 1 us).
+// One PCIe node of 4 GPUs: NCCL's trees span nodes and hierarchical needs several, so NCCL's
+// all-reduce, predicted as its ring, is the only device candidate at every size; for host buffers
+// one node means shared memory (one barrier and a copy: far below rd's log2(4) = 2 shm
+// point-to-point steps of 1 us).
 TEST(DecisionTable, OnePcieNodePicksTheRingOnDevicesAndSharedMemoryOnHosts) {
   const CostModel cost = CostOf("pcie-gen4-2s-4gpu.xml", 1, 4);
   for (const Decision& d : MakeDecisionTable(cost, 1, 4, MemoryKind::kCuda, DecisionSizes())) {
-    EXPECT_EQ(d.best, "nccl_ring") << d.bytes;
+    EXPECT_EQ(d.best, "nccl") << d.bytes;
     EXPECT_EQ(d.runner_up, "") << d.bytes;
   }
   const auto host = MakeDecisionTable(cost, 1, 4, MemoryKind::kHost, DecisionSizes());
@@ -163,7 +164,7 @@ TEST(DecisionTable, CpuNodesBehindOneSlowPortPickHierarchical) {
   EXPECT_EQ(d.best, "hierarchical");
   EXPECT_LT(d.best_us, 0.5 * d.runner_up_us);
   EXPECT_TRUE(MakeDecisionTable(cost, 4, 8, MemoryKind::kCuda, DecisionSizes())[0].best ==
-              "nccl_tree");  // device candidates are ranked even where there is no GPU
+              "nccl");  // device candidates are ranked even where there is no GPU
 }
 
 // busbw = bytes / time x 2(p-1)/p (nccl-tests), from the chosen time.
@@ -188,7 +189,7 @@ TEST(DecisionTable, MemoryKindsDoNotMix) {
   picked = selector.Select(in);
   ASSERT_TRUE(picked.ok());
   EXPECT_EQ((*picked)->memory(), MemoryKind::kHost);
-  AllreduceSelector forced("nccl_ring");
+  AllreduceSelector forced("nccl");
   auto refused = forced.Select(in);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("runs on cuda buffers"), std::string::npos)

@@ -1,7 +1,8 @@
-// topology/ on real machines' hwloc exports, read from KOLO_SHARED_TOPOLOGY_DIR (tests/
-// CMakeLists.txt). They are not shipped with kolo (their licences do not allow it), so every
-// test here skips when the directory is absent. The expected counts, NVLink figures and switch
-// sharing are the machines' published facts, reasoned into kolo's terms in the comments.
+// topology/ on real machines' hwloc exports, read from the folder CMake's
+// KOLO_TOPOLOGY_EXPORTS_DIR names (tests/CMakeLists.txt). They are not shipped with kolo (their
+// licences do not allow it), so every test here skips when no such folder is given. The expected
+// counts, NVLink figures and switch sharing are the machines' published facts, reasoned into kolo's
+// terms in the comments.
 #include <sys/stat.h>
 
 #include <string>
@@ -22,15 +23,19 @@ using testing_topology::LoadCached;
 using testing_topology::SharedPath;
 using Ints = std::vector<int>;
 
+constexpr const char* kNoExports =
+    "no folder of real machines' exports (cmake -DKOLO_TOPOLOGY_EXPORTS_DIR=...): "
+    "'" KOLO_TOPOLOGY_EXPORTS_DIR "'";
+
 bool SharedPresent() {
   struct stat st;
-  return stat(KOLO_SHARED_TOPOLOGY_DIR, &st) == 0 && S_ISDIR(st.st_mode);
+  return stat(KOLO_TOPOLOGY_EXPORTS_DIR, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-#define KOLO_LOAD_EXPORT_OR_SKIP(var, name)                                         \
-  if (!SharedPresent()) GTEST_SKIP() << KOLO_SHARED_TOPOLOGY_DIR << " not present"; \
-  const StatusOr<Topology>& var##_or = LoadCached(SharedPath(name));                \
-  ASSERT_TRUE(var##_or.ok()) << var##_or.status().message();                        \
+#define KOLO_LOAD_EXPORT_OR_SKIP(var, name)                          \
+  if (!SharedPresent()) GTEST_SKIP() << kNoExports;                  \
+  const StatusOr<Topology>& var##_or = LoadCached(SharedPath(name)); \
+  ASSERT_TRUE(var##_or.ok()) << var##_or.status().message();         \
   const Topology& var = *var##_or
 
 // The switch (index into t.switches) holding GPU g, -1 when none.
@@ -190,7 +195,7 @@ TEST(TopologyExports, Hwloc1XmlLoads) {
 }
 
 TEST(TopologyExports, OtherRealExportsLoad) {
-  if (!SharedPresent()) GTEST_SKIP() << KOLO_SHARED_TOPOLOGY_DIR << " not present";
+  if (!SharedPresent()) GTEST_SKIP() << kNoExports;
   // Lassen: 4 V100 in 2 PLX pairs, the HCAs on their own host bridges (no NVLink matrix).
   const auto& lassen = LoadCached(SharedPath("llnl-lassen-power9-4xv100-ib.hwloc.xml"));
   ASSERT_TRUE(lassen.ok()) << lassen.status().message();
@@ -214,7 +219,7 @@ TEST(TopologyExports, OtherRealExportsLoad) {
 
 TEST(TopologyExports, NcclTopologyFilesAreRefused) {
   // NCCL's <system> format is not an hwloc export: a clear kInvalidArgument, not a crash.
-  if (!SharedPresent()) GTEST_SKIP() << KOLO_SHARED_TOPOLOGY_DIR << " not present";
+  if (!SharedPresent()) GTEST_SKIP() << kNoExports;
   const std::string path = SharedPath("azure-ndv5-8xh100-8xib.nccl.xml");
   auto t = LoadTopologyXml(path);
   ASSERT_FALSE(t.ok());

@@ -1,5 +1,5 @@
 // Test helpers for topology/: paths of the hwloc fixtures (tests/fixtures/topologies, shipped)
-// and of real machines' exports (KOLO_SHARED_TOPOLOGY_DIR, not shipped), each loaded once per
+// and of real machines' exports (KOLO_TOPOLOGY_EXPORTS_DIR, not shipped), each loaded once per
 // test binary, and a GPU x GPU LinkClass table checker.
 #ifndef KOLO_TESTS_UNIT_TOPOLOGY_FIXTURES_H_
 #define KOLO_TESTS_UNIT_TOPOLOGY_FIXTURES_H_
@@ -23,7 +23,7 @@ inline std::string FixturePath(const std::string& name) {
 }
 
 inline std::string SharedPath(const std::string& name) {
-  return std::string(KOLO_SHARED_TOPOLOGY_DIR) + "/" + name;
+  return std::string(KOLO_TOPOLOGY_EXPORTS_DIR) + "/" + name;
 }
 
 // The synthetic and captured fixtures the project ships (tests/fixtures/topologies/README.md).

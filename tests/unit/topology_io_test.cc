@@ -224,15 +224,20 @@ TEST(TopologyDiscover, ThisMachineLoadsAndMatchesItsCapture) {
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(TopologyToJson(*back), TopologyToJson(*live));
 
-  // this-machine.xml is a capture of the build VM (hostname "vm"). On that VM the stable facts
+  // this-machine.xml is a capture of a build VM (hostname "vm"). On that VM the stable facts
   // must agree: packages, cores and GPUs. PUs are not compared (a VM may be given a different
   // vCPU count or SMT state between boots), nor NICs (sysfs speeds and virtual devices vary).
-  // Elsewhere (CI, a GPU node) the capture describes another machine: only the checks above.
+  // Another machine, including another VM under the same name on other hardware (told apart
+  // by its CPU), is not the one captured: only the checks above.
   const auto& capture = Fixture("this-machine.xml");
   ASSERT_TRUE(capture.ok()) << capture.status().message();
-  if (live->hostname != capture->hostname) {
-    std::printf("[ note     ] live host '%s' is not the capture's '%s': counts not compared\n",
-                live->hostname.c_str(), capture->hostname.c_str());
+  const std::string& live_cpu = live->packages[0].cpu_model;
+  const std::string& captured_cpu = capture->packages[0].cpu_model;
+  if (live->hostname != capture->hostname || live_cpu != captured_cpu) {
+    std::printf(
+        "[ note     ] this is '%s' (%s), the capture is of '%s' (%s): counts not "
+        "compared\n",
+        live->hostname.c_str(), live_cpu.c_str(), capture->hostname.c_str(), captured_cpu.c_str());
     return;
   }
   EXPECT_EQ(live->packages.size(), capture->packages.size());

@@ -1,5 +1,6 @@
-// All-reduce of tensors in GPU memory: the runtime's device path. For a Response
-// whose tensors live on CUDA device `device`, on kolo's stream of that device:
+// Fused all-reduce of tensors in GPU memory: the device side of fusion (the host side is
+// executor.h). For a Response whose tensors live on CUDA device `device`, on kolo's stream of
+// that device:
 //   1. wait for each tensor's ready event (recorded on the framework's stream at submission,
 //      so kolo reads what the framework's kernels wrote, without synchronizing the host);
 //   2. pack the tensors into the device's fusion buffer with one batched kernel per 128
@@ -8,18 +9,18 @@
 //   3. the algorithm the selector picks for device memory (NCCL flat or hierarchical,
 //      collectives/nccl/) on the buffer, in place;
 //   4. unpack with the postscale fused (Average: Sum, then 1/size for floating dtypes).
-// Run only enqueues: it returns once the work is on kolo's stream, and the caller hands the
-// stream's completion to the finaliser (runtime/device/device_finaliser.h), which completes the
-// handles when the GPU is done, so the background thread never waits for the GPU. The
+// Run only enqueues: it returns once the work is on kolo's stream, and the caller (the runtime)
+// hands the stream's completion to its finaliser, which completes the handles when the GPU is
+// done, so the background thread never waits for the GPU. The
 // exception is an algorithm that needs the host between its steps (nccl_hierarchical, through
 // NcclCommunicator): it waits inside, on the background thread, as before; only its unpack is
 // left to the finaliser.
 // float16 and bfloat16 are reduced by NCCL in their own type. Integer Average on the device is
 // not supported (kUnimplemented). Without CUDA in the build, or without a device, every call
-// fails with a message saying which. The other operations' device path is in device_ops.h; a
-// joined rank's part in a device all-reduce is DeviceJoinedAllreduceJob (operations.h).
-#ifndef KOLO_RUNTIME_DEVICE_DEVICE_ALLREDUCE_H_
-#define KOLO_RUNTIME_DEVICE_DEVICE_ALLREDUCE_H_
+// fails with a message saying which. The runtime's other device operations, and a joined rank's
+// part in a device all-reduce, are in runtime/device/.
+#ifndef KOLO_FUSION_DEVICE_ALLREDUCE_H_
+#define KOLO_FUSION_DEVICE_ALLREDUCE_H_
 
 #include <map>
 #include <utility>
@@ -32,18 +33,6 @@
 
 namespace kolo {
 
-// The framework's stream's readiness at submission: a CUDA event recorded on it (nullptr when
-// the caller gave no stream). Made on the submitting thread; consumed by DeviceAllreduce.
-StatusOr<void*> RecordReadyEvent(int device, void* stream);
-// Frees an event made by RecordReadyEvent that was not consumed (a refused submission).
-void DestroyReadyEvent(void* event);
-
-// Broadcast of a tensor in CUDA memory from `root` (ncclBroadcast on kolo's stream), after its
-// ready event; the root's input is first copied to its output when they differ. Enqueues only:
-// completion is the stream's (the caller hands it to the finaliser, watching `comm`).
-Status DeviceBroadcast(Communicator& comm, int device, const void* input, void* output,
-                       size_t bytes, int root, void* ready_event);
-
 class DeviceAllreduce {
  public:
   DeviceAllreduce() = default;
@@ -51,8 +40,8 @@ class DeviceAllreduce {
   DeviceAllreduce(const DeviceAllreduce&) = delete;
   DeviceAllreduce& operator=(const DeviceAllreduce&) = delete;
 
-  // `ready_events` (may hold nullptrs) are waited for and destroyed; `ranks` is the
-  // communicator's size (Average's divisor). Enqueues only (see above); an error means the
+  // `ready_events` (may hold nullptrs) are waited for and destroyed; Average divides by
+  // comm's size. Enqueues only (see above); an error means the
   // work may be partly enqueued, and its completion must still be waited for before the
   // outputs are reused (the caller queues the error behind it in the finaliser).
   Status Run(Communicator& comm, const AllreduceSelector& selector, int device,
@@ -65,4 +54,4 @@ class DeviceAllreduce {
 
 }  // namespace kolo
 
-#endif  // KOLO_RUNTIME_DEVICE_DEVICE_ALLREDUCE_H_
+#endif  // KOLO_FUSION_DEVICE_ALLREDUCE_H_

@@ -1,4 +1,4 @@
-#include "runtime/device/device_allreduce.h"
+#include "fusion/device_allreduce.h"
 
 #include <string>
 
@@ -12,63 +12,11 @@
 #endif
 #if KOLO_WITH_NCCL
 #include "collectives/nccl/nccl_comm.h"
-#include "collectives/nccl/nccl_lib.h"
 #endif
 
 namespace kolo {
 
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
-
-namespace {
-
-bool IsFloating(DataType t) {
-  return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 ||
-         t == DataType::kFloat64;
-}
-
-}  // namespace
-
-StatusOr<void*> RecordReadyEvent(int device, void* stream) {
-  if (stream == nullptr) return static_cast<void*>(nullptr);
-  CudaDeviceScope scope(device);
-  cudaEvent_t ev = nullptr;
-  KOLO_CUDA_CALL(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  const cudaError_t e = cudaEventRecord(ev, static_cast<cudaStream_t>(stream));
-  if (e != cudaSuccess) {
-    cudaEventDestroy(ev);
-    return CudaError(e, "cudaEventRecord (ready event on the framework's stream)");
-  }
-  return static_cast<void*>(ev);
-}
-
-void DestroyReadyEvent(void* event) {
-  if (event != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event));
-}
-
-Status DeviceBroadcast(Communicator& comm, int device, const void* input, void* output,
-                       size_t bytes, int root, void* ready_event) {
-  std::string why;
-  if (CudaDeviceCount(&why) <= device) {
-    DestroyReadyEvent(ready_event);
-    return FailedPreconditionError("tensor on cuda:" + std::to_string(device) +
-                                   ", but this process has no such CUDA device (" + why + ")");
-  }
-  CudaDeviceScope scope(device);
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device));
-  if (ready_event != nullptr) {
-    const cudaError_t e = cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(ready_event), 0);
-    DestroyReadyEvent(ready_event);
-    if (e != cudaSuccess) return CudaError(e, "cudaStreamWaitEvent");
-  }
-  if (bytes == 0) return Status::OK();
-  if (comm.Rank() == root && output != input) {
-    KOLO_CUDA_CALL(cudaMemcpyAsync(output, input, bytes, cudaMemcpyDeviceToDevice, stream));
-  }
-  KOLO_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
-  KOLO_ASSIGN_OR_RETURN(NcclLease nc, LeaseNcclComm(comm, device));
-  KOLO_NCCL_CALL(api, Broadcast, output, output, bytes, ncclUint8, root, nc.get(), stream);
-  return Status::OK();
-}
 
 DeviceAllreduce::~DeviceAllreduce() {
   for (auto& [device, buf] : buffers_) {
@@ -98,7 +46,7 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
   }
   KOLO_RETURN_IF_ERROR(waited);
 
-  if (job.op == ReduceOp::kAverage && !IsFloating(job.dtype)) {
+  if (job.op == ReduceOp::kAverage && !IsFloatingPoint(job.dtype)) {
     return UnimplementedError("Average of integer CUDA tensors is not supported (use Sum)");
   }
   const LoweredReduce lowered = LowerReduce(job.op, job.postscale, comm.Size());
@@ -123,8 +71,8 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
   if (direct) {
     const FusedTensor& t = job.tensors[0];
     if (t.output != t.input) {
-      KOLO_CUDA_CALL(cudaMemcpyAsync(t.output, t.input, total * es, cudaMemcpyDeviceToDevice,
-                                     stream));
+      KOLO_CUDA_CALL(
+          cudaMemcpyAsync(t.output, t.input, total * es, cudaMemcpyDeviceToDevice, stream));
     }
     data = t.output;
   } else {
@@ -166,8 +114,7 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
                            .AddContext(std::string(algo->Name())));
   if (direct) {
     if (postscale != 1.0) {
-      KOLO_RETURN_IF_ERROR(
-          BatchedScaleCopy({{data, data, total}}, job.dtype, postscale, stream));
+      KOLO_RETURN_IF_ERROR(BatchedScaleCopy({{data, data, total}}, job.dtype, postscale, stream));
     }
   } else {
     KOLO_RETURN_IF_ERROR(BatchedScaleCopy(unpack, job.dtype, postscale, stream));
@@ -177,20 +124,12 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
 
 #else
 
-StatusOr<void*> RecordReadyEvent(int, void* stream) {
-  if (stream == nullptr) return static_cast<void*>(nullptr);
-  return UnimplementedError("a CUDA stream was given, but kolo was built without CUDA");
-}
-void DestroyReadyEvent(void*) {}
 DeviceAllreduce::~DeviceAllreduce() = default;
 
-Status DeviceBroadcast(Communicator&, int device, const void*, void*, size_t, int, void*) {
-  return UnimplementedError("tensor on cuda:" + std::to_string(device) +
-                            ", but kolo was built without CUDA and NCCL");
-}
-
 Status DeviceAllreduce::Run(Communicator&, const AllreduceSelector&, int device,
-                            const AllreduceJob&, const std::vector<void*>&) {
+                            const AllreduceJob&, const std::vector<void*>& ready_events) {
+  // A build with CUDA but not NCCL records real events at submission.
+  for (void* ev : ready_events) DestroyReadyEvent(ev);
   return UnimplementedError("tensors on cuda:" + std::to_string(device) +
                             ", but kolo was built without CUDA and NCCL");
 }
