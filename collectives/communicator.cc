@@ -1,5 +1,6 @@
 #include "collectives/communicator.h"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -7,6 +8,11 @@
 #include "collectives/node_context.h"
 
 namespace kolo {
+
+uint64_t Communicator::NextSerial() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
 
 Status Communicator::NoNative(std::string_view what) const {
   return UnimplementedError(std::string(BackendName()) + " has no native " + std::string(what));

@@ -66,7 +66,11 @@ class SharedSegment {
 
 class Communicator {
  public:
+  Communicator() = default;
   virtual ~Communicator() = default;
+  // One object per communicator: a copy would share its serial().
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
 
   virtual int Rank() const = 0;
   virtual int Size() const = 0;
@@ -145,10 +149,18 @@ class Communicator {
   NodeContext* node() const { return node_.get(); }
   void set_node(std::shared_ptr<NodeContext> node) { node_ = std::move(node); }
 
+  // A number no other Communicator of this process has had: what is kept per communicator
+  // elsewhere (its NCCL communicators) is keyed by it, since a freed one's address may be
+  // reused by the next.
+  uint64_t serial() const { return serial_; }
+
  protected:
   Status NoNative(std::string_view what) const;
 
  private:
+  static uint64_t NextSerial();
+
+  const uint64_t serial_ = NextSerial();
   std::shared_ptr<NodeContext> node_;
   ProgressCheck progress_check_;
 };

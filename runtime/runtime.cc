@@ -124,6 +124,7 @@ void Runtime::Shutdown() {
   if (thread_.joinable()) thread_.join();
   // No more device work is enqueued; what is in flight completes its handles (or fails them).
   finaliser_.Close(kDeviceDrainTimeout, "kolo shut down");
+  ReleaseDeviceCommunicators();
   timeline_.Stop();
 }
 

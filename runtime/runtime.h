@@ -61,7 +61,8 @@ struct Submission {
   // CUDA (the C API's raw pointers). Every rank must agree (negotiation checks it).
   int device = kDetectDevice;
   // For CUDA tensors, the framework's stream (cudaStream_t) whose queued work writes the input:
-  // kolo's own stream waits for an event recorded on it at submission. nullptr: none.
+  // kolo's own stream waits for an event recorded on it at submission. nullptr: CUDA's legacy
+  // default stream (ReadyStreamOrLegacy).
   void* ready_stream = nullptr;
 };
 
@@ -181,6 +182,9 @@ class Runtime {
   // kolo allocates goes to the handle in the finaliser's callback, once the GPU has written it.
   void ExecuteDeviceOutputOp(const Response& response, TensorEntry entry);
   void CompleteOnDevice(int device, Status enqueued, Finaliser::Callback finish);
+  // Aborts the NCCL communicators made for this runtime's communicators (data, and the node's
+  // local and cross ones): at shutdown, once no device work is in flight.
+  void ReleaseDeviceCommunicators();
   // True for the Responses whose completion the finaliser owns (their timeline spans end
   // there, in TensorFinished).
   static bool CompletesOnDevice(const Response& response);

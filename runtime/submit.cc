@@ -117,7 +117,8 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
     }
   }
   if (s.op != OpType::kJoin) join_lock.unlock();
-  if (reason.ok() && r.device >= 0 && s.ready_stream != nullptr) {
+  // A CUDA tensor is always ordered after its writer: without a stream, CUDA's legacy one.
+  if (reason.ok() && r.device >= 0) {
     auto ev = RecordReadyEvent(r.device, s.ready_stream);
     if (ev.ok()) {
       entry.ready_event = *ev;
@@ -205,7 +206,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
                                                  std::string(OpTypeName(op)) + ")")
                : s.name.empty() ? InvalidArgumentError("empty name")
                                 : Admit(s, &r);
-    if (v.ok() && r.device >= 0 && s.ready_stream != nullptr) {
+    if (v.ok() && r.device >= 0) {
       auto ev = RecordReadyEvent(r.device, s.ready_stream);
       if (ev.ok()) {
         entries[i].ready_event = *ev;

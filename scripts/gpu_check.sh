@@ -1,167 +1,302 @@
 #!/usr/bin/env bash
-# The GPU check: one prepared script for a machine with a GPU, e.g. the lent H200 (run
-# through the device tool as one command; nvcc and PyTorch are there, no network). It must end
-# in under 8 minutes and prints its summary table last.
-#   1. the device, as nvidia-smi sees it;
-#   2. a CUDA build for this GPU's architecture: the whole project (build-gpu/) when kolo's
-#      build dependencies are installed (MPI, hwloc, FlatBuffers, spdlog, GoogleTest, ...),
-#      then `ctest -L gpu`, the `kolo-bench --device cuda` sweep and its `--model resnet50`
-#      and `--model bert-base` replays (kolo vs raw NCCL per tensor and fused, and the
-#      pack/unpack kernels against a device copy); and always the GPU parts alone, compiled with nvcc into
-#      kolo-gpu-check (needs only CUDA, and NCCL for its NCCL rows: nccl.h and libnccl.so.2
-#      from the toolkit or from the nvidia-nccl Python wheel that PyTorch brings);
-#   3. kolo-gpu-check (tests/gpu/gpu_check_main.cc): pack/unpack kernels against the host kernel,
-#      their bandwidth on the ResNet-50 layout against cudaMemcpy, NCCL through kolo on one rank
-#      against the raw ncclAllReduce, kolo's NCCL all-gather / all-to-all / reduce-scatter on one
-#      rank (with the full build, step 2 also runs tests/python/test_cuda.py at one rank);
-#   4. the table, also written to $OUT/gpu_check.md when $OUT is set (the device tool's folder)
-#      or build-gpu/gpu_check.md.
+# The GPU check: one prepared command for a machine with a GPU (nvcc and PyTorch there, maybe no
+# network), within a time budget (KOLO_GPU_CHECK_BUDGET_S, 540 s: a stage that would start
+# after it is skipped, and each stage's limit is cut to what is left), every log under $OUT (or
+# build-gpu/), the table rewritten after every stage so a run cut short still leaves one.
+# Stages, in order:
+#   1. the device and the versions (nvidia-smi, driver, nvcc, NCCL, torch);
+#   2. the full build for this GPU's architecture (build-gpu/: kolo, kolo_gpu_tests,
+#      kolo-gpu-check, kolo-bench, the Python module) when kolo's build dependencies are here
+#      (MPI, hwloc, FlatBuffers); the missing ones are named;
+#   3. the GPU gtests (kolo_gpu_tests: ranks as threads, no launcher);
+#   4. compute-sanitizer memcheck over the pack kernels and the fused device all-reduce tests;
+#   5. kolo-gpu-check: the pack/unpack kernels against the host kernel (with scale factors, so a
+#      wrong kernel fails on one GPU), their bandwidth against cudaMemcpy, NCCL through kolo
+#      against the raw call; built by the full build, else alone with nvcc (needs only CUDA,
+#      and NCCL from the toolkit or from the nvidia-nccl wheel that PyTorch brings);
+#   6. kolo.torch on CUDA tensors (tests/python/test_cuda.py, one rank);
+#   7. the device benchmarks (kolo-bench --device cuda: the sweep, the ResNet-50 and BERT-base
+#      replays).
+# Then the table (also $OUT/gpu_check.md). Exit status: on a machine with a GPU, non-zero when
+# any stage failed or was skipped (a skipped stage checked nothing); without a GPU (a dry run)
+# every stage is listed with what it would run, and the status is 0.
 # Results go to docs/benchmarks.md ("GPU"), with the card, driver and date.
 #
-# Usage: scripts/gpu_check.sh        Environment: KOLO_GPU_ARCH (e.g. 90; default: nvidia-smi's)
+# Usage: scripts/gpu_check.sh        Environment: KOLO_GPU_ARCH (e.g. 90; default: nvidia-smi's),
+#   KOLO_GPU_CHECK_BUDGET_S (540), KOLO_GPU_CHECK_DRY_RUN=1 (list the stages as on a machine
+#   without a GPU, whatever is here)
 set -uo pipefail
 # shellcheck source=scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "${KOLO_ROOT}"
 
 readonly started=$SECONDS
+readonly budget="${KOLO_GPU_CHECK_BUDGET_S:-540}"
 readonly out_dir="${OUT:-${KOLO_ROOT}/build-gpu}"
-mkdir -p "${out_dir}" build-gpu
+readonly build=build-gpu
+mkdir -p "${out_dir}"
 readonly summary="${out_dir}/gpu_check.md"
 rows=()
-row() { rows+=("| $1 | $2 | $3 |"); }
-elapsed() { echo "$((SECONDS - started)) s"; }
+problems=0
+gpu=no
+device="none"
+check_table=""
 
-# ---- 1. the device --------------------------------------------------------------------------
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
-  row "GPU" "none" "nvidia-smi finds no GPU: nothing to check here"
-  device="none"
-else
+# The table as it stands; rewritten after every row.
+write_summary() {
+  {
+    echo "## kolo GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), ${device}"
+    echo
+    echo "| step | result | detail |"
+    echo "| --- | --- | --- |"
+    printf '%s\n' "${rows[@]}"
+    if [[ -n "${check_table}" ]]; then
+      echo
+      echo "${check_table}"
+    fi
+    echo
+    if [[ "${gpu}" == yes ]]; then
+      echo "problems (failed or skipped stages): ${problems}"
+    else
+      echo "dry run: no GPU checked here, nothing was run"
+    fi
+  } >"${summary}"
+}
+row() {
+  rows+=("| $1 | $2 | $3 |")
+  write_summary
+}
+left() { echo $((budget - (SECONDS - started))); }
+
+# skip STAGE WHY: a stage that does not run. On a GPU machine that is a problem.
+skip() {
+  row "$1" "skipped" "$2"
+  [[ "${gpu}" == yes ]] && problems=$((problems + 1))
+  return 0
+}
+
+# stage NAME LOG SECONDS CMD...: runs CMD with its output in $out_dir/LOG, for at most SECONDS
+# or what is left of the budget; PASS or FAIL.
+stage() {
+  local name="$1" log="${out_dir}/$2" limit="$3"
+  shift 3
+  local remaining
+  remaining="$(left)"
+  if ((remaining < 15)); then
+    skip "${name}" "out of time (budget ${budget} s); would run: $*"
+    return 0
+  fi
+  ((limit > remaining)) && limit="${remaining}"
+  kolo_log "${name}"
+  if timeout "${limit}" "$@" >"${log}" 2>&1; then
+    row "${name}" "PASS" "$(tail -1 "${log}" | cut -c1-160) (log: $(basename "${log}"))"
+  else
+    local rc=$?
+    row "${name}" "FAIL (${rc})" "$(tail -2 "${log}" | tr '\n' ' ' | cut -c1-200) (log: $(basename "${log}"))"
+    problems=$((problems + 1))
+  fi
+}
+
+# ---- 1. the device and the versions ---------------------------------------------------------
+if [[ "${KOLO_GPU_CHECK_DRY_RUN:-0}" == 1 ]]; then
+  row "GPU" "none" "KOLO_GPU_CHECK_DRY_RUN=1: a dry run, listing what each stage would run"
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >"${out_dir}/nvidia-smi.txt" 2>&1; then
+  gpu=yes
   device="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
   row "GPU" "found" "${device}, $(date -u +%Y-%m-%d)"
+elif [[ -e /proc/driver/nvidia/version || -e /dev/nvidiactl ]]; then
+  # A driver without a working nvidia-smi (e.g. a driver/library version mismatch) is a GPU
+  # machine that cannot be checked: a failure, not a dry run.
+  gpu=yes
+  device="NVIDIA driver present, nvidia-smi failing"
+  row "GPU" "FAIL" "$(head -1 "${out_dir}/nvidia-smi.txt" 2>/dev/null | cut -c1-160)"
+  problems=$((problems + 1))
+else
+  row "GPU" "none" "no NVIDIA driver or GPU: a dry run, listing what each stage would run"
 fi
+nvcc="$(command -v nvcc || { [[ -x /usr/local/cuda/bin/nvcc ]] && echo /usr/local/cuda/bin/nvcc; } || true)"
+# NCCL's headers and library: the toolkit's, else the nvidia-nccl wheel's (a namespace package:
+# its __file__ is None, its __path__ is the folder).
+nccl_inc="" nccl_lib=""
+for d in /usr/local/cuda/include /usr/include; do
+  [[ -f "${d}/nccl.h" ]] && nccl_inc="${d}" && break
+done
+py_nccl="$(/usr/bin/python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)"
+[[ -z "${nccl_inc}" && -n "${py_nccl}" && -f "${py_nccl}/include/nccl.h" ]] && nccl_inc="${py_nccl}/include"
+[[ -n "${py_nccl}" && -d "${py_nccl}/lib" ]] && nccl_lib="${py_nccl}/lib"
+{
+  echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  echo "nvcc: ${nvcc:-none} $([[ -n "${nvcc}" ]] && "${nvcc}" --version | tail -1)"
+  echo "nccl.h: ${nccl_inc:-none} $(grep -hE '#define NCCL_(MAJOR|MINOR|PATCH) ' "${nccl_inc:-/dev/null}/nccl.h" 2>/dev/null | awk '{printf "%s ", $3}')"
+  echo "nccl wheel: ${py_nccl:-none}"
+  echo "torch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null || echo none)"
+} >"${out_dir}/versions.txt"
+row "versions" "$([[ ${gpu} == yes ]] && echo found || echo listed)" "$(tr '\n' ';' <"${out_dir}/versions.txt" | cut -c1-200)"
 arch="${KOLO_GPU_ARCH:-}"
-if [[ -z "${arch}" && "${device}" != "none" ]]; then
+if [[ -z "${arch}" && "${gpu}" == yes ]]; then
   arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')"
 fi
 arch="${arch:-90}"
+# The wheel's libnccl.so.2 is what kolo opens at run time, for every stage below.
+[[ -n "${nccl_lib}" ]] && export LD_LIBRARY_PATH="${nccl_lib}:${LD_LIBRARY_PATH:-}"
 
-# ---- 2a. the whole project, when its dependencies are here ----------------------------------
+# ---- 2. the full build ----------------------------------------------------------------------
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=("cmake")
+command -v mpicc >/dev/null 2>&1 || missing+=("MPI (mpicc: libopenmpi-dev)")
+pkg-config --exists hwloc 2>/dev/null || missing+=("hwloc (libhwloc-dev)")
+command -v flatc >/dev/null 2>&1 || missing+=("FlatBuffers (flatc: flatbuffers-compiler)")
+[[ -n "${nvcc}" ]] || missing+=("nvcc (the CUDA toolkit)")
+[[ -n "${nccl_inc}" ]] || missing+=("NCCL (nccl.h: the toolkit's or the nvidia-nccl wheel's)")
+# NCCL for CMake: the toolkit's is found as it is; the wheel ships only libnccl.so.2.
+nccl_cmake=(-DKOLO_WITH_NCCL=ON)
+if [[ -n "${nccl_inc}" && "${nccl_inc}" == "${py_nccl}/include" ]]; then
+  nccl_cmake+=("-DNCCL_INCLUDE_DIR=${nccl_inc}" "-DNCCL_LIBRARY=${nccl_lib}/libnccl.so.2")
+fi
 full_build=no
-if command -v mpicc >/dev/null 2>&1 && pkg-config --exists hwloc 2>/dev/null &&
-    command -v flatc >/dev/null 2>&1; then
-  kolo_log "full build (build-gpu/, sm_${arch})"
-  if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKOLO_WITH_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="${arch}" \
-      "-DMPIEXEC_PREFLAGS=--oversubscribe" >build-gpu/configure.log 2>&1 &&
-      cmake --build build-gpu -j "$(nproc)" --target kolo kolo_gpu_tests kolo-gpu-check \
-        kolo-bench _kolo >build-gpu/build.log 2>&1; then
-    full_build=yes
-    if ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 300 \
-        >build-gpu/ctest.log 2>&1; then
-      row "ctest -L gpu" "PASS" "$(grep -E 'tests passed' build-gpu/ctest.log | tail -1)"
-    else
-      row "ctest -L gpu" "FAIL" "$(grep -E 'tests passed|Failed' build-gpu/ctest.log | head -3 | tr '\n' ' ')"
-    fi
-    # kolo's runtime on device buffers against the raw ncclAllReduce, one rank per GPU.
-    if timeout 240 mpirun --allow-run-as-root -np 1 build-gpu/bench/kolo-bench --device cuda \
-        -b 1M -e 1G -f 4 -n 10 -w 3 -R 3 >build-gpu/bench-cuda.txt 2>&1; then
-      row "kolo-bench --device cuda" "OK" "table in build-gpu/bench-cuda.txt (kolo/nccl column)"
-    else
-      row "kolo-bench --device cuda" "FAIL" "$(tail -2 build-gpu/bench-cuda.txt | tr '\n' ' ')"
-    fi
-    # kolo.torch on CUDA tensors: every collective against CPU references, one rank (NCCL needs
-    # a GPU per rank).
-    if timeout 180 env PYTHONPATH="build-gpu/python" mpirun --allow-run-as-root -np 1 \
-        python3 -m pytest -x -q -p no:cacheprovider tests/python/test_cuda.py \
-        >build-gpu/pytest-cuda.txt 2>&1; then
-      row "kolo.torch on CUDA (pytest test_cuda.py, 1 rank)" "PASS" "$(tail -1 build-gpu/pytest-cuda.txt)"
-    else
-      row "kolo.torch on CUDA (pytest test_cuda.py, 1 rank)" "FAIL" "$(tail -2 build-gpu/pytest-cuda.txt | tr '\n' ' ')"
-    fi
-    # The model replays on the device: kolo's runtime against the raw ncclAllReduce per tensor
-    # and fused, and the pack/unpack kernels on the layout against a device copy (the
-    # target: >= 90% for ResNet-50). A minute each at most; a few seconds on an H200.
-    for model in resnet50 bert-base; do
-      log="build-gpu/bench-cuda-${model}.txt"
-      if timeout 60 mpirun --allow-run-as-root -np 1 build-gpu/bench/kolo-bench --device cuda \
-          --model "${model}" -n 20 -w 5 >"${log}" 2>&1; then
-        row "kolo-bench --device cuda --model ${model}" "OK" \
-          "$(grep -E '^# time ratio' "${log}" | sed 's/^# //'); $(grep -E '^#   pack ' "${log}" | sed 's/^#   //')"
-      else
-        row "kolo-bench --device cuda --model ${model}" "FAIL" "$(tail -2 "${log}" | tr '\n' ' ')"
-      fi
-    done
-  else
-    row "full build" "FAIL" "see build-gpu/configure.log, build-gpu/build.log"
-  fi
+full_why=""
+if ((${#missing[@]})); then
+  full_why="missing: $(IFS=','; echo "${missing[*]}")"
+fi
+build_cmd=(cmake --build "${build}" -j "$(nproc)" --target kolo kolo_gpu_tests kolo-gpu-check
+  kolo-bench _kolo)
+if [[ "${gpu}" == no ]]; then
+  skip "full build (sm_${arch})" "no GPU; would configure ${build}/ with KOLO_WITH_CUDA=ON for this GPU's architecture and run: ${build_cmd[*]}${full_why:+ (and here: ${full_why})}"
+  full_why="no GPU"
+elif [[ -n "${full_why}" ]]; then
+  skip "full build (sm_${arch})" "${full_why}"
 else
-  row "full build" "skipped" "kolo's build dependencies (MPI, hwloc, FlatBuffers) are not installed here"
+  kolo_log "full build (${build}/, sm_${arch})"
+  rm -f "${out_dir}/build.log"
+  if ! timeout "$(left)" cmake -S . -B "${build}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DKOLO_WITH_CUDA=ON "${nccl_cmake[@]}" -DCMAKE_CUDA_ARCHITECTURES="${arch}" \
+      -DPython_EXECUTABLE=/usr/bin/python3 -DMPIEXEC_PREFLAGS=--oversubscribe \
+      >"${out_dir}/configure.log" 2>&1; then
+    row "full build (sm_${arch})" "FAIL" "configure: $(grep -m1 -E 'Error|error' "${out_dir}/configure.log" | cut -c1-200) (configure.log)"
+    problems=$((problems + 1))
+    full_why="the full build's configure failed"
+  elif ! timeout "$(left)" "${build_cmd[@]}" >"${out_dir}/build.log" 2>&1; then
+    row "full build (sm_${arch})" "FAIL" "$(tail -2 "${out_dir}/build.log" | tr '\n' ' ' | cut -c1-200) (build.log)"
+    problems=$((problems + 1))
+    full_why="the full build failed"
+  else
+    full_build=yes
+    row "full build (sm_${arch})" "PASS" "${build}/ (logs: configure.log, build.log)"
+  fi
 fi
 
-# ---- 2b. the GPU parts alone, with nvcc -----------------------------------------------------
+# A stage that needs the full build: runs it, or says why not.
+with_build() {
+  local name="$1" log="$2" limit="$3"
+  shift 3
+  if [[ "${full_build}" == yes ]]; then
+    stage "${name}" "${log}" "${limit}" "$@"
+  else
+    skip "${name}" "${full_why}; would run: $*"
+  fi
+}
+
+# ---- 3. the GPU gtests ----------------------------------------------------------------------
+with_build "GPU gtests (kolo_gpu_tests)" gpu-gtests.log 240 "${build}/tests/kolo_gpu_tests"
+# A test that skipped checked nothing; only the two-GPU ones may, on a one-GPU machine.
+if [[ -f "${out_dir}/gpu-gtests.log" ]]; then
+  skipped_tests="$(grep -A1 -E ': Skipped$' "${out_dir}/gpu-gtests.log" |
+    grep -vE ': Skipped$|^--$|needs two CUDA devices' | sort | uniq -c | tr '\n' ';')"
+  if [[ -n "${skipped_tests}" ]]; then
+    row "GPU gtests skipped" "FAIL" "${skipped_tests}"
+    problems=$((problems + 1))
+  fi
+fi
+
+# ---- 4. compute-sanitizer -------------------------------------------------------------------
+sanitizer="$(command -v compute-sanitizer || { [[ -x /usr/local/cuda/bin/compute-sanitizer ]] && echo /usr/local/cuda/bin/compute-sanitizer; } || true)"
+if [[ -z "${sanitizer}" && "${gpu}" == yes ]]; then
+  skip "compute-sanitizer memcheck (pack, fused all-reduce)" "no compute-sanitizer in the toolkit"
+else
+  with_build "compute-sanitizer memcheck (pack, fused all-reduce)" sanitizer.log 180 \
+    "${sanitizer:-compute-sanitizer}" --tool memcheck --error-exitcode 1 \
+    "${build}/tests/kolo_gpu_tests" '--gtest_filter=GpuPack.*:GpuRuntime.FusedDeviceAllreduceWithScaling'
+fi
+
+# ---- 5. kolo-gpu-check ----------------------------------------------------------------------
 check_bin=""
 if [[ "${full_build}" == yes ]]; then
-  check_bin="build-gpu/tests/kolo-gpu-check"
-elif command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
-  nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-  nccl_inc="" nccl_lib=""
-  for d in /usr/local/cuda/include /usr/include; do
-    [[ -f "${d}/nccl.h" ]] && nccl_inc="${d}" && break
-  done
-  py_nccl="$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)"
-  if [[ -z "${nccl_inc}" && -n "${py_nccl}" && -f "${py_nccl}/include/nccl.h" ]]; then
-    nccl_inc="${py_nccl}/include"
-  fi
-  [[ -n "${py_nccl}" && -d "${py_nccl}/lib" ]] && nccl_lib="${py_nccl}/lib"
+  check_bin="${build}/tests/kolo-gpu-check"
+elif [[ "${gpu}" == no ]]; then
+  skip "nvcc build of kolo-gpu-check (GPU parts alone)" "no GPU; would compile the CUDA and NCCL sources with ${nvcc:-nvcc} for sm_${arch}"
+elif [[ -z "${nvcc}" ]]; then
+  skip "nvcc build of kolo-gpu-check (GPU parts alone)" "no nvcc"
+else
   with_nccl=0
   [[ -n "${nccl_inc}" ]] && with_nccl=1
-  gen=build-gpu/min/generated
+  gen="${build}/min/generated"
+  mkdir -p "${build}/min"
   mkdir -p "${gen}/kolo"
   printf '#define KOLO_WITH_CUDA 1\n#define KOLO_WITH_NCCL %s\n#define KOLO_WITH_UCX 0\n#define KOLO_WITH_PMIX 0\n#define KOLO_VERSION_STRING "gpu-check"\n' \
     "${with_nccl}" >"${gen}/kolo/config.h"
   srcs=(base/status.cc base/dtype.cc collectives/reduce.cc collectives/reduce_half.cc
     collectives/communicator.cc collectives/node_context.cc collectives/cuda/device.cc
-    collectives/nccl/nccl_run.cc collectives/hierarchical_composition.cc fusion/cuda/device_pack.cu bench/models.cc
-    tests/gpu/gpu_check_main.cc)
+    collectives/nccl/nccl_run.cc collectives/hierarchical_composition.cc fusion/cuda/device_pack.cu
+    bench/models.cc tests/gpu/gpu_check_main.cc)
   ((with_nccl)) && srcs+=(collectives/nccl/nccl_lib.cc collectives/nccl/nccl_comm.cc
     collectives/nccl/nccl_communicator.cc collectives/nccl/nccl_allgatherv.cc
     collectives/nccl/nccl_alltoallv.cc collectives/nccl/nccl_reduce_scatter.cc
     collectives/nccl/nccl_plan.cc)
   kolo_log "nvcc build of kolo-gpu-check (sm_${arch}, NCCL ${with_nccl})"
   if "${nvcc}" -std=c++17 -O2 -arch="sm_${arch}" -I. -I"${gen}" ${nccl_inc:+-I"${nccl_inc}"} \
-      "${srcs[@]}" -o build-gpu/min/kolo-gpu-check -ldl -lpthread >build-gpu/min/build.log 2>&1; then
-    check_bin="build-gpu/min/kolo-gpu-check"
-    row "nvcc build (GPU parts alone)" "OK" "sm_${arch}, NCCL headers: ${nccl_inc:-none}"
+      "${srcs[@]}" -o "${build}/min/kolo-gpu-check" -ldl -lpthread >"${out_dir}/nvcc-build.log" 2>&1; then
+    check_bin="${build}/min/kolo-gpu-check"
+    row "nvcc build of kolo-gpu-check (GPU parts alone)" "PASS" "sm_${arch}, NCCL headers: ${nccl_inc:-none}"
+    ((with_nccl)) || skip "NCCL rows of kolo-gpu-check" "no nccl.h (toolkit or nvidia-nccl wheel)"
   else
-    row "nvcc build (GPU parts alone)" "FAIL" "see build-gpu/min/build.log"
+    row "nvcc build of kolo-gpu-check (GPU parts alone)" "FAIL" "see nvcc-build.log"
+    problems=$((problems + 1))
   fi
-  [[ -n "${nccl_lib}" ]] && export LD_LIBRARY_PATH="${nccl_lib}:${LD_LIBRARY_PATH:-}"
-else
-  row "nvcc build" "skipped" "no nvcc"
 fi
-
-# ---- 3. kolo-gpu-check ----------------------------------------------------------------------
-check_table=""
 if [[ -n "${check_bin}" ]]; then
   kolo_log "running ${check_bin}"
-  check_table="$(timeout 300 "${check_bin}" 2>build-gpu/gpu_check.stderr)"
+  limit="$(left)"
+  ((limit > 300)) && limit=300
+  ((limit < 15)) && limit=15
+  check_table="$(timeout "${limit}" "${check_bin}" 2>"${out_dir}/gpu_check.stderr")"
   rc=$?
-  row "kolo-gpu-check" "$([[ ${rc} == 0 ]] && echo PASS || echo "FAIL (${rc})")" "its rows below; stderr in build-gpu/gpu_check.stderr"
-fi
-[[ "${full_build}" == yes ]] || row "kolo-bench --device cuda (sweep, --model), kolo.torch on CUDA" "skipped" "need the full build (MPI)"
-row "time" "$(elapsed)" "whole script"
-
-# ---- 4. the table, last ---------------------------------------------------------------------
-{
-  echo "## kolo GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), ${device}"
-  echo
-  echo "| step | result | detail |"
-  echo "| --- | --- | --- |"
-  printf '%s\n' "${rows[@]}"
-  if [[ -n "${check_table}" ]]; then
-    echo
-    echo "${check_table}"
+  echo "${check_table}" >"${out_dir}/kolo-gpu-check.md"
+  if [[ ${rc} == 0 ]]; then
+    row "kolo-gpu-check" "PASS" "its rows below (stderr: gpu_check.stderr)"
+  else
+    row "kolo-gpu-check" "FAIL (${rc})" "its rows below (stderr: gpu_check.stderr)"
+    problems=$((problems + 1))
   fi
-} >"${summary}"
+  # A row the check itself skipped (e.g. NCCL absent) checked nothing either.
+  if [[ "${gpu}" == yes ]] && grep -q '| skipped |' <<<"${check_table}"; then
+    problems=$((problems + 1))
+  fi
+elif [[ "${gpu}" == yes ]]; then
+  skip "kolo-gpu-check" "not built (see above)"
+else
+  skip "kolo-gpu-check" "no GPU; would run the kolo-gpu-check the full build or nvcc made"
+fi
+
+# ---- 6. kolo.torch on CUDA tensors ----------------------------------------------------------
+with_build "kolo.torch on CUDA (tests/python/test_cuda.py, 1 rank)" pytest-cuda.log 180 \
+  env PYTHONPATH="${build}/python" /usr/bin/python3 -m pytest -x -q -p no:cacheprovider \
+  tests/python/test_cuda.py
+
+# ---- 7. the device benchmarks ---------------------------------------------------------------
+with_build "kolo-bench --device cuda (sweep)" bench-cuda.txt 150 \
+  mpirun --allow-run-as-root -np 1 "${build}/bench/kolo-bench" --device cuda -b 1M -e 1G -f 4 \
+  -n 10 -w 3 -R 3
+for model in resnet50 bert-base; do
+  log="bench-cuda-${model}.txt"
+  with_build "kolo-bench --device cuda --model ${model}" "${log}" 60 \
+    mpirun --allow-run-as-root -np 1 "${build}/bench/kolo-bench" --device cuda --model "${model}" \
+    -n 20 -w 5
+  # The run's kolo/NCCL time ratios and its pack kernel line, for docs/benchmarks.md.
+  if [[ "${full_build}" == yes && -f "${out_dir}/${log}" ]]; then
+    row "  ${model}: ratios, pack" "-" "$(grep -E '^# time ratio' "${out_dir}/${log}" | sed 's/^# //'); $(grep -E '^#   pack ' "${out_dir}/${log}" | sed 's/^#   //')"
+  fi
+done
+row "time" "$((SECONDS - started)) s" "whole script (budget ${budget} s)"
 cat "${summary}"
+[[ "${gpu}" == yes && ${problems} -gt 0 ]] && exit 1
+exit 0

@@ -23,12 +23,20 @@ inline Status CudaError(cudaError_t e, const char* call) {
   return InternalError(std::move(message));
 }
 
+// Whether this thread has a CUDA context current (the driver's cuCtxGetCurrent); true when that
+// cannot be told. collectives/cuda/device.cc.
+bool CudaThreadHasContext();
+
 // Makes `device` current for a scope and restores the previous one (kolo's calls may run on a
-// thread whose current device the framework chose).
+// thread whose current device the framework chose). On a thread with no context yet (kolo's
+// own threads at first, or a caller's that has not used CUDA) there is nothing to restore, and
+// `device` stays current: cudaGetDevice says 0 there, and since CUDA 12 making device 0 current
+// creates a context on it, which a rank of another GPU must never have (memory on GPU 0 for
+// every rank of a node; EXCLUSIVE_PROCESS mode refuses it).
 class CudaDeviceScope {
  public:
   explicit CudaDeviceScope(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (!CudaThreadHasContext() || cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
     cudaSetDevice(device);
   }
   ~CudaDeviceScope() {

@@ -2,10 +2,14 @@
 
 #include "kolo/config.h"
 
+#include <cstdint>
 #include <utility>
 
 #if KOLO_WITH_CUDA
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <atomic>
 
 #include "collectives/cuda/cuda_call.h"
 #endif
@@ -14,22 +18,97 @@ namespace kolo {
 
 bool CudaBuilt() { return KOLO_WITH_CUDA != 0; }
 
+std::string InsufficientDriverReason(int driver_version, int runtime_version) {
+  const auto version = [](int v) {
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  };
+  // The oldest Linux driver release of each CUDA major version (NVIDIA's CUDA compatibility
+  // table: minor version compatibility within a major).
+  const int major = runtime_version / 1000;
+  const char* release = major >= 13 ? "580" : major == 12 ? "525" : major == 11 ? "450" : "";
+  const std::string needs =
+      *release != '\0'
+          ? std::string(": it needs an NVIDIA driver of release ") + release + " or newer"
+          : std::string();
+  const std::string runtime =
+      "kolo's CUDA runtime is " + version(runtime_version) + ", linked statically" + needs;
+  if (driver_version == 0) return "no NVIDIA driver is installed; " + runtime;
+  return "the NVIDIA driver supports CUDA up to " + version(driver_version) + ", but " + runtime;
+}
+
+#if KOLO_WITH_CUDA
+bool CudaThreadHasContext() {
+  // CUresult cuCtxGetCurrent(CUcontext*), from the driver the CUDA runtime has loaded (kolo
+  // links the runtime statically and not the driver, so it is looked up, not linked).
+  using GetCurrent = int (*)(void**);
+  static std::atomic<GetCurrent> get{nullptr};
+  GetCurrent f = get.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (driver != nullptr) f = reinterpret_cast<GetCurrent>(dlsym(driver, "cuCtxGetCurrent"));
+    if (f == nullptr) return true;  // cannot tell: restore, as a scope always did
+    get.store(f, std::memory_order_release);
+  }
+  void* context = nullptr;
+  return f(&context) == 0 && context != nullptr;
+}
+#endif
+
+void* ReadyStreamOrLegacy(void* stream) {
+  // cudaStreamLegacy's value, which builds without CUDA's headers cannot name.
+  return stream != nullptr ? stream : reinterpret_cast<void*>(uintptr_t{0x1});
+}
+
 #if KOLO_WITH_CUDA
 
-int CudaDeviceCount(std::string* reason) {
-  // Asked once per process: the answer does not change, and every submission asks.
-  static const std::pair<int, std::string> counted = [] {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-      // Clears the sticky "last error" so later CUDA calls do not report this one.
-      cudaGetLastError();
-      return std::make_pair(0, std::string(cudaGetErrorString(e)));
+namespace {
+
+struct DeviceCount {
+  int devices = 0;
+  std::string reason;  // why none
+};
+
+// Asked once per process: the answer does not change, and every submission asks.
+const DeviceCount& Counted() {
+  static const DeviceCount counted = [] {
+    DeviceCount c;
+    const cudaError_t e = cudaGetDeviceCount(&c.devices);
+    if (e == cudaSuccess) {
+      if (c.devices == 0) c.reason = "no CUDA device";
+      return c;
     }
-    return std::make_pair(n, std::string(n == 0 ? "no CUDA device" : ""));
+    c.devices = 0;
+    // Clears the sticky "last error" so later CUDA calls do not report this one.
+    cudaGetLastError();
+    c.reason = cudaGetErrorString(e);
+    int driver = 0, runtime = 0;
+    if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess &&
+        cudaRuntimeGetVersion(&runtime) == cudaSuccess) {
+      c.reason = InsufficientDriverReason(driver, runtime) + " (" + c.reason + ")";
+    }
+    return c;
   }();
-  if (reason && counted.first == 0) *reason = counted.second;
-  return counted.first;
+  return counted;
+}
+
+}  // namespace
+
+int CudaDeviceCount(std::string* reason) {
+  const DeviceCount& c = Counted();
+  if (reason && c.devices == 0) *reason = c.reason;
+  return c.devices;
+}
+
+std::string CudaDriverTooOld() {
+  // Neither call initialises the driver (so a CPU-only job that forks later is unaffected).
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess ||
+      cudaRuntimeGetVersion(&runtime) != cudaSuccess) {
+    return "";
+  }
+  // Within a major version the runtime runs on an older driver (minor version compatibility).
+  if (driver == 0 || driver / 1000 >= runtime / 1000) return "";
+  return InsufficientDriverReason(driver, runtime);
 }
 
 PointerKind ClassifyPointer(const void* p) {
@@ -54,12 +133,12 @@ StatusOr<void*> AllocateDeviceMemory(int device, size_t bytes) {
                                    ": this process has no such CUDA device" +
                                    (why.empty() ? "" : " (" + why + ")"));
   }
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-  cudaSetDevice(device);
   void* p = nullptr;
-  const cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
-  if (previous >= 0) cudaSetDevice(previous);
+  cudaError_t e;
+  {
+    CudaDeviceScope scope(device);
+    e = cudaMalloc(&p, bytes ? bytes : 1);
+  }
   if (e != cudaSuccess) {
     cudaGetLastError();
     return ResourceExhaustedError("cudaMalloc of " + std::to_string(bytes) + " bytes on cuda:" +
@@ -70,11 +149,8 @@ StatusOr<void*> AllocateDeviceMemory(int device, size_t bytes) {
 
 void FreeDeviceMemory(int device, void* p) {
   if (p == nullptr) return;
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-  cudaSetDevice(device);
+  CudaDeviceScope scope(device);
   cudaFree(p);
-  if (previous >= 0) cudaSetDevice(previous);
 }
 
 StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes) {
@@ -93,12 +169,12 @@ StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes) {
     return UnimplementedError("cuda:" + std::to_string(device) +
                               " has no stream-ordered allocator");
   }
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-  cudaSetDevice(device);
   void* p = nullptr;
-  const cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 1, static_cast<cudaStream_t>(stream));
-  if (previous >= 0) cudaSetDevice(previous);
+  cudaError_t e;
+  {
+    CudaDeviceScope scope(device);
+    e = cudaMallocAsync(&p, bytes ? bytes : 1, static_cast<cudaStream_t>(stream));
+  }
   if (e != cudaSuccess) {
     cudaGetLastError();
     return ResourceExhaustedError("cudaMallocAsync of " + std::to_string(bytes) +
@@ -110,29 +186,23 @@ StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes) {
 
 void FreeOnStream(int device, void* stream, void* p) {
   if (p == nullptr) return;
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-  cudaSetDevice(device);
+  CudaDeviceScope scope(device);
   cudaFreeAsync(p, static_cast<cudaStream_t>(stream));
-  if (previous >= 0) cudaSetDevice(previous);
 }
 
 void FreeStreamOrderedMemory(int device, void* p) {
   if (p == nullptr) return;
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-  cudaSetDevice(device);
+  CudaDeviceScope scope(device);
   cudaDeviceSynchronize();
   cudaFree(p);
-  if (previous >= 0) cudaSetDevice(previous);
 }
 
 StatusOr<void*> RecordReadyEvent(int device, void* stream) {
-  if (stream == nullptr) return static_cast<void*>(nullptr);
+  if (CudaDeviceCount() <= device) return static_cast<void*>(nullptr);
   CudaDeviceScope scope(device);
   cudaEvent_t ev = nullptr;
   KOLO_CUDA_CALL(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  const cudaError_t e = cudaEventRecord(ev, static_cast<cudaStream_t>(stream));
+  const cudaError_t e = cudaEventRecord(ev, static_cast<cudaStream_t>(ReadyStreamOrLegacy(stream)));
   if (e != cudaSuccess) {
     cudaEventDestroy(ev);
     return CudaError(e, "cudaEventRecord (ready event on the framework's stream)");
@@ -173,6 +243,8 @@ int CudaDeviceCount(std::string* reason) {
   if (reason) *reason = "kolo was built without CUDA";
   return 0;
 }
+
+std::string CudaDriverTooOld() { return ""; }
 
 PointerKind ClassifyPointer(const void*) { return PointerKind(); }
 

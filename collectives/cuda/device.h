@@ -15,8 +15,26 @@ namespace kolo {
 // Whether this build has the CUDA path (KOLO_WITH_CUDA).
 bool CudaBuilt();
 
-// GPUs this process can use; 0 without a driver or device (why: *reason, when given).
+// GPUs this process can use; 0 without a driver or device (why: *reason, when given; a driver
+// too old for kolo's CUDA runtime is named with both versions: InsufficientDriverReason).
 int CudaDeviceCount(std::string* reason = nullptr);
+
+// InsufficientDriverReason when this machine has an NVIDIA driver too old for kolo's CUDA
+// runtime (a GPU machine that needs a newer driver), else "" (no driver at all is the ordinary
+// CPU-only machine, not worth a word).
+std::string CudaDriverTooOld();
+
+// Why a driver of CUDA version `driver_version` cannot run kolo's CUDA runtime of
+// `runtime_version` (both as CUDA encodes them: 1000 major + 10 minor; 0: no driver), naming
+// the driver release the runtime needs: the runtime is linked statically, so only the driver
+// can change.
+std::string InsufficientDriverReason(int driver_version, int runtime_version);
+
+// The stream a CUDA tensor's writes are ordered on: `stream`, or when the caller names none
+// CUDA's legacy default stream (handle 0 as CUDA and torch mean it: torch's current stream
+// unless a script picks another, and one every blocking stream synchronizes with). kolo's own
+// streams are non-blocking, so they would not wait for it without an event.
+void* ReadyStreamOrLegacy(void* stream);
 
 struct PointerKind {
   MemoryKind memory = MemoryKind::kHost;
@@ -34,10 +52,11 @@ StatusOr<void*> AllocateDeviceMemory(int device, size_t bytes);
 // thread). A no-op for nullptr. cudaFree waits for the device's work using the memory.
 void FreeDeviceMemory(int device, void* p);
 
-// A CUDA event recorded on `stream` (a cudaStream_t of `device`): the framework's stream's
-// readiness at submission, so kolo's stream can wait for what the framework's kernels wrote
-// without synchronizing the host. nullptr when `stream` is nullptr (the caller gave none);
-// kUnimplemented for a stream in a build without CUDA.
+// A CUDA event recorded on ReadyStreamOrLegacy(stream) (a cudaStream_t of `device`): the
+// framework's stream's readiness at submission, so kolo's stream can wait for what the
+// framework's kernels wrote without synchronizing the host. nullptr when this process has no
+// such device (the execution then fails saying so), and in a build without CUDA when no stream
+// is given; kUnimplemented for a stream given to a build without CUDA.
 StatusOr<void*> RecordReadyEvent(int device, void* stream);
 // Frees an event from RecordReadyEvent (after its wait was enqueued, or unconsumed: a refused
 // submission). A no-op for nullptr.

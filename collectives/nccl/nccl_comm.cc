@@ -2,14 +2,15 @@
 
 #include <chrono>
 #include <cstdint>
-#include <string>
-#include <initializer_list>
-#include <vector>
 #include <cstring>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "collectives/cuda/cuda_call.h"
 #include "collectives/nccl/nccl_lib.h"
@@ -23,37 +24,57 @@ namespace {
 // aborted communicator stays as a tombstone (nc == nullptr, its generation kept) until the next
 // NcclCommFor makes a fresh one: a watch taken just after an enqueue that an abort beat then
 // still sees that its communicator is gone.
+//
+// Each entry has its own enqueue lock, held by an NcclLease (an enqueue in progress) and by
+// Abort, so an abort from another thread waits for an enqueue on that communicator instead of
+// freeing it under the call. Per communicator, not one for the process: NCCL connects its links
+// at a communicator's first collective and blocks until the peers do the same, so with one lock
+// two ranks of one process (threads, or process sets) would wait for each other's lock forever.
+// Shared, so that forgetting the entry never frees a lock someone holds. Taken before g_mu.
 struct Entry {
   ncclComm_t nc = nullptr;
   uint64_t generation = 0;
+  std::shared_ptr<std::mutex> enqueue = std::make_shared<std::mutex>();
 };
+
+// Keyed by the kolo Communicator's serial (never reused, unlike its address) and the device.
+using Key = std::pair<uint64_t, int>;
 
 std::mutex g_mu;  // the tables below
 uint64_t g_last_generation = 0;  // guarded by g_mu
-// Held by an NcclLease (an enqueue in progress) and by Abort, so an abort from another thread
-// waits for the enqueue instead of freeing the communicator under it. Taken before g_mu.
-std::mutex g_enqueue_mu;
 std::map<int, cudaStream_t>& Streams() {
   static auto* s = new std::map<int, cudaStream_t>();
   return *s;
 }
-std::map<std::pair<const Communicator*, int>, Entry>& Comms() {
-  static auto* c = new std::map<std::pair<const Communicator*, int>, Entry>();
+std::map<Key, Entry>& Comms() {
+  static auto* c = new std::map<Key, Entry>();
   return *c;
 }
 
-// Aborts and forgets (comm, device)'s communicator: any, or only that of `generation` (> 0).
-void Abort(const Communicator& comm, int device, uint64_t generation = 0) {
-  std::lock_guard<std::mutex> no_enqueue(g_enqueue_mu);
+// Aborts and forgets `key`'s communicator: any, or only that of `generation` (> 0).
+void Abort(const Key& key, uint64_t generation = 0) {
+  std::shared_ptr<std::mutex> enqueue;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = Comms().find(key);
+    if (it == Comms().end() || it->second.nc == nullptr) return;
+    enqueue = it->second.enqueue;
+  }
+  std::lock_guard<std::mutex> no_enqueue(*enqueue);
   ncclComm_t nc = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    auto it = Comms().find({&comm, device});
+    auto it = Comms().find(key);
     if (it == Comms().end() || it->second.nc == nullptr) return;
     if (generation != 0 && it->second.generation != generation) return;
     nc = it->second.nc;
     it->second.nc = nullptr;
   }
+  // On the communicator's device: NCCL switches to it and back, and switching back to the
+  // default device on a thread without a context would make one on GPU 0.
+  CudaDeviceScope scope(key.second);
+  // Abort, not destroy, at shutdown too: ncclCommDestroy flushes outstanding network work,
+  // which waits for peers, and shutting down must end even when a peer is gone.
   if (auto api = Nccl(); api.ok()) (*api)->CommAbort(nc);
 }
 
@@ -63,12 +84,12 @@ StatusOr<cudaStream_t> KoloStream(int device) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = Streams().find(device);
   if (it != Streams().end()) return it->second;
-  int previous = 0;
-  KOLO_CUDA_CALL(cudaGetDevice(&previous));
-  KOLO_CUDA_CALL(cudaSetDevice(device));
   cudaStream_t s = nullptr;
-  const cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  cudaSetDevice(previous);
+  cudaError_t e;
+  {
+    CudaDeviceScope scope(device);
+    e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  }
   if (e != cudaSuccess) return CudaError(e, "cudaStreamCreateWithFlags");
   Streams().emplace(device, s);
   return s;
@@ -77,7 +98,7 @@ StatusOr<cudaStream_t> KoloStream(int device) {
 StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    auto it = Comms().find({&comm, device});
+    auto it = Comms().find({comm.serial(), device});
     if (it != Comms().end() && it->second.nc != nullptr) return it->second.nc;
   }
   KOLO_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
@@ -100,41 +121,53 @@ StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
     return UnavailableError("rank 0 could not make an ncclUniqueId (see its error)");
   }
   const ncclUniqueId& id = boot.id;
-  int previous = 0;
-  KOLO_CUDA_CALL(cudaGetDevice(&previous));
-  KOLO_CUDA_CALL(cudaSetDevice(device));
   ncclComm_t nc = nullptr;
-  const ncclResult_t r = api->CommInitRank(&nc, comm.Size(), id, comm.Rank());
-  cudaSetDevice(previous);
+  ncclResult_t r;
+  {
+    CudaDeviceScope scope(device);
+    r = api->CommInitRank(&nc, comm.Size(), id, comm.Rank());
+  }
   if (r != ncclSuccess) return NcclError(r, "ncclCommInitRank");
   std::lock_guard<std::mutex> lock(g_mu);
-  Comms()[std::make_pair(&comm, device)] = Entry{nc, ++g_last_generation};
+  Entry& entry = Comms()[Key(comm.serial(), device)];
+  entry.nc = nc;
+  entry.generation = ++g_last_generation;
   return nc;
 }
 
 StatusOr<NcclLease> LeaseNcclComm(Communicator& comm, int device) {
   KOLO_ASSIGN_OR_RETURN(ncclComm_t nc, NcclCommFor(comm, device));
-  std::unique_lock<std::mutex> no_abort(g_enqueue_mu);
+  std::shared_ptr<std::mutex> enqueue;
   {
-    // Only the thread that makes communicators (this one) could make a fresh one at the same
-    // address, so comparing pointers is enough here.
     std::lock_guard<std::mutex> lock(g_mu);
-    auto it = Comms().find({&comm, device});
+    auto it = Comms().find({comm.serial(), device});
+    if (it != Comms().end()) enqueue = it->second.enqueue;
+  }
+  if (!enqueue) {
+    return UnavailableError(
+        "the NCCL communicator of these ranks on cuda:" + std::to_string(device) + " was released");
+  }
+  std::unique_lock<std::mutex> no_abort(*enqueue);
+  {
+    // Only the thread that makes communicators (this one) could make a fresh one for this
+    // Communicator, so comparing pointers is enough here.
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = Comms().find({comm.serial(), device});
     if (it == Comms().end() || it->second.nc != nc) {
       return UnavailableError("the NCCL communicator of these ranks on cuda:" +
                               std::to_string(device) +
                               " was aborted after a failure (see the earlier error)");
     }
   }
-  return NcclLease(std::move(no_abort), nc);
+  return NcclLease(std::move(enqueue), std::move(no_abort), nc);
 }
 
 NcclWatch WatchNccl(Communicator& comm, int device) {
   NcclWatch w;
-  w.comm = &comm;
+  w.comm = comm.serial();
   w.device = device;
   std::lock_guard<std::mutex> lock(g_mu);
-  auto it = Comms().find({&comm, device});
+  auto it = Comms().find({comm.serial(), device});
   if (it != Comms().end()) w.generation = it->second.generation;
   return w;
 }
@@ -162,7 +195,7 @@ Status CheckNccl(const NcclWatch& watch) {
 }
 
 void AbortNccl(const NcclWatch& watch) {
-  if (watch.generation != 0) Abort(*watch.comm, watch.device, watch.generation);
+  if (watch.generation != 0) Abort({watch.comm, watch.device}, watch.generation);
 }
 
 Status WaitForNccl(Communicator& comm, int device, cudaStream_t stream, const char* what) {
@@ -209,17 +242,17 @@ Status WaitForNccl(std::initializer_list<Communicator*> comms, int device, cudaS
 }
 
 void ForgetNcclComms(const Communicator& comm) {
-  std::vector<int> devices;
+  std::vector<Key> keys;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (const auto& [key, entry] : Comms()) {
-      if (key.first == &comm) devices.push_back(key.second);
+      if (key.first == comm.serial()) keys.push_back(key);
     }
   }
-  for (int d : devices) Abort(comm, d);
-  // The Communicator goes away and its address may be reused: no tombstones for it.
+  for (const Key& key : keys) Abort(key);
+  // The Communicator goes away: no tombstones for it.
   std::lock_guard<std::mutex> lock(g_mu);
-  for (int d : devices) Comms().erase({&comm, d});
+  for (const Key& key : keys) Comms().erase(key);
 }
 
 }  // namespace kolo

@@ -26,13 +26,10 @@ struct NcclEnqueue {
   std::optional<NcclLease> lease;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
-  int previous = -1;
+  std::optional<CudaDeviceScope> device;  // the buffers' device, current until the end
   NcclEnqueue() = default;
   NcclEnqueue(const NcclEnqueue&) = delete;
   NcclEnqueue& operator=(const NcclEnqueue&) = delete;
-  ~NcclEnqueue() {
-    if (previous >= 0) cudaSetDevice(previous);
-  }
 };
 
 inline Status BeginNccl(Communicator& host, int device, NcclEnqueue* e) {
@@ -41,8 +38,7 @@ inline Status BeginNccl(Communicator& host, int device, NcclEnqueue* e) {
   KOLO_ASSIGN_OR_RETURN(NcclLease lease, LeaseNcclComm(host, device));
   e->comm = lease.get();
   e->lease.emplace(std::move(lease));
-  KOLO_CUDA_CALL(cudaGetDevice(&e->previous));
-  KOLO_CUDA_CALL(cudaSetDevice(device));
+  e->device.emplace(device);
   return Status::OK();
 }
 

@@ -15,10 +15,16 @@
 #include <vector>
 
 #include "collectives/cuda/device.h"
+#include "collectives/node_context.h"
+#include "kolo/config.h"
 #include "runtime/device/device_finaliser.h"
 #include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 #include "runtime/runtime.h"
+
+#if KOLO_WITH_NCCL
+#include "collectives/nccl/nccl_comm.h"
+#endif
 
 namespace kolo {
 
@@ -140,6 +146,17 @@ void Runtime::ExecuteDeviceOutputOp(const Response& response, TensorEntry entry)
     ReleaseAfterKoloStream(device, std::move(result->staging));
     Finish(*taken, std::move(s));
   });
+}
+
+void Runtime::ReleaseDeviceCommunicators() {
+#if KOLO_WITH_NCCL
+  if (!data_) return;
+  ForgetNcclComms(*data_);
+  if (const NodeContext* node = data_->node()) {
+    if (node->local) ForgetNcclComms(*node->local);
+    if (node->cross) ForgetNcclComms(*node->cross);
+  }
+#endif
 }
 
 }  // namespace kolo

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "collectives/cuda/device.h"
 #include "collectives/select/topology_cost.h"
 #include "collectives/topology_exchange.h"
 #include "runtime/config.h"
@@ -120,6 +121,11 @@ StatusOr<std::shared_ptr<World>> World::Start(std::unique_ptr<Bootstrap> bootstr
   runtime->SetCostModel(cost);
   Status s = runtime->Start();
   if (!s.ok()) return (s);
+  // A GPU machine whose driver is older than kolo's statically linked CUDA runtime sees no
+  // device: every CUDA tensor would fail as "no such device". Say why once, here.
+  if (const std::string old = CudaDriverTooOld(); !old.empty()) {
+    KOLO_LOG_WARNING("init", "CUDA tensors cannot be used: {}", old);
+  }
   KOLO_LOG_INFO("init", "kolo initialised: cycle {} ms, fusion threshold {} bytes, chunk {} bytes",
                 config.cycle_time_ms, config.fusion_threshold_bytes, config.fusion_chunk_bytes);
   std::shared_ptr<World> world(new World());

@@ -306,8 +306,11 @@ int Main() {
   std::printf("| check | result | detail |\n| --- | --- | --- |\n");
   std::string why;
   if (CudaDeviceCount(&why) == 0) {
-    Row("CUDA device", "skipped", "no device: " + why);
-    return 0;
+    // An NVIDIA driver too old for kolo's runtime is a GPU machine checked for nothing: a
+    // failure, not a skip.
+    const bool old_driver = !CudaDriverTooOld().empty();
+    Row("CUDA device", old_driver ? "FAIL" : "skipped", "no device: " + why);
+    return old_driver ? 1 : 0;
   }
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);

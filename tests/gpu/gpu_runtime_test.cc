@@ -163,6 +163,36 @@ TEST(GpuRuntime, AllgatherWaitsForTheFrameworksStream) {
   });
 }
 
+// The same without a stream, as kolo.torch submits on torch's default stream (handle 0): the
+// write is queued on CUDA's legacy stream, and kolo's own (non-blocking) stream must still wait
+// for it. Reads ones where no event is recorded for a null stream.
+TEST(GpuRuntime, AllgatherWithoutAStreamWaitsForTheLegacyStream) {
+  KOLO_SKIP_WITHOUT_GPU();
+  if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
+  testing::RunRuntimes(1, testing::FastConfig(), [&](Runtime& rt) {
+    const size_t n = 1 << 20;
+    // A first all-gather makes the NCCL communicator, whose set-up might itself wait for the
+    // legacy stream; the one that counts runs on a made communicator.
+    const gpu_testing::ZerosBehindACopy warm(n);
+    ASSERT_TRUE(warm.ok());
+    Submission w = DeviceSubmission(OpType::kAllgather, "legacy_warm_up", warm.tensor(),
+                                    DataType::kFloat32, {static_cast<int64_t>(n)});
+    w.ready_stream = warm.framework();
+    auto wh = rt.Enqueue(w);
+    ASSERT_TRUE(wh.ok()) << wh.status().ToString();
+    ASSERT_TRUE(testing::WaitFor(**wh).ok());
+    const gpu_testing::ZerosBehindACopy busy(n, /*legacy=*/true);
+    ASSERT_TRUE(busy.ok());
+    Submission s = DeviceSubmission(OpType::kAllgather, "legacy_gather", busy.tensor(),
+                                    DataType::kFloat32, {static_cast<int64_t>(n)});
+    s.ready_stream = nullptr;
+    auto h = rt.Enqueue(s);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    ASSERT_TRUE(testing::WaitFor(**h).ok());
+    EXPECT_TRUE(busy.AllZero((*h)->output().data.get()));
+  });
+}
+
 // Unequal parts need two ranks, and NCCL wants a GPU per rank: two threads, rank r on cuda:r,
 // calling the runtime's device functions directly (the runtime's negotiation makes every
 // submitter name the same device, so it cannot put two ranks of one process on two GPUs).

@@ -36,22 +36,32 @@ inline const DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,    Da
                                DataType::kFloat64, DataType::kBool};
 
 // For the ready-event tests: a float tensor of `n` ones on the current device whose last write,
-// a memset to zero, is queued on a framework stream behind a 1 GiB device copy. A kolo operation
-// that waits for `framework` sees zeros; one that does not, ones. Freed with the object.
+// a memset to zero, is queued on a framework stream behind 64 copies of 1 GiB (tens of ms even
+// on an H200, longer than a negotiation cycle and a kernel launch). A kolo operation
+// that waits for `framework` sees zeros; one that does not, ones. `legacy`: the framework's
+// stream is CUDA's legacy default stream (torch's usual current stream), else one of its own.
+// Freed with the object.
 class ZerosBehindACopy {
  public:
-  explicit ZerosBehindACopy(size_t n) : n_(n) {
+  explicit ZerosBehindACopy(size_t n, bool legacy = false) : n_(n), legacy_(legacy) {
     const size_t big = size_t{1} << 30;
     ok_ = cudaMalloc(&tensor_, n * 4) == cudaSuccess && cudaMalloc(&a_, big) == cudaSuccess &&
           cudaMalloc(&b_, big) == cudaSuccess;
     const std::vector<float> ones(n, 1.0f);
     ok_ = ok_ && cudaMemcpy(tensor_, ones.data(), n * 4, cudaMemcpyHostToDevice) == cudaSuccess;
-    ok_ = ok_ && cudaStreamCreateWithFlags(&framework_, cudaStreamNonBlocking) == cudaSuccess;
-    ok_ = ok_ && cudaMemcpyAsync(b_, a_, big, cudaMemcpyDeviceToDevice, framework_) == cudaSuccess;
+    if (legacy) {
+      framework_ = cudaStreamLegacy;
+    } else {
+      ok_ = ok_ && cudaStreamCreateWithFlags(&framework_, cudaStreamNonBlocking) == cudaSuccess;
+    }
+    for (int i = 0; i < 64; ++i) {
+      ok_ =
+          ok_ && cudaMemcpyAsync(b_, a_, big, cudaMemcpyDeviceToDevice, framework_) == cudaSuccess;
+    }
     ok_ = ok_ && cudaMemsetAsync(tensor_, 0, n * 4, framework_) == cudaSuccess;
   }
   ~ZerosBehindACopy() {
-    if (framework_) cudaStreamDestroy(framework_);
+    if (framework_ && !legacy_) cudaStreamDestroy(framework_);
     cudaFree(tensor_);
     cudaFree(a_);
     cudaFree(b_);
@@ -79,6 +89,7 @@ class ZerosBehindACopy {
 
  private:
   size_t n_;
+  bool legacy_;
   bool ok_ = false;
   float* tensor_ = nullptr;
   void* a_ = nullptr;

@@ -82,8 +82,8 @@ TEST(CollectiveTable, AnEntrySaysWhyNot) {
   auto refused = PickEntry(ReduceScatterEntries(), "reduce-scatter", "", in);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
-  const std::string why =
-      KOLO_WITH_NCCL ? "nccl: NCCL has no int16" : "nccl: kolo was built without NCCL";
+  const std::string why = KOLO_WITH_NCCL ? "nccl: NCCL has no int16"
+                                         : "nccl: kolo was built without NCCL (KOLO_WITH_NCCL=OFF)";
   EXPECT_EQ(refused.status().message(),
             "no reduce-scatter for cuda buffers of int16 (" + why + ")");
   in.memory = MemoryKind::kHost;

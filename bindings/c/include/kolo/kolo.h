@@ -360,7 +360,8 @@ typedef struct {
   const int64_t* splits;        /* all-to-all; default NULL (an equal split) */
   int process_set_id;           /* default 0: every rank */
   int device;                   /* KOLO_DEVICE_*; default KOLO_DEVICE_DETECT */
-  void* cuda_stream;            /* the stream whose queued work writes `input`; default NULL */
+  void* cuda_stream;            /* the stream whose queued work writes `input`; default NULL:
+                                   CUDA's legacy default stream */
 } kolo_op_args_t;
 
 #define KOLO_OP_ARGS_INIT                                                                   \
@@ -411,8 +412,8 @@ KOLO_API kolo_status_t kolo_grouped_reducescatter_async_on(
     const kolo_dtype_t* dtypes, const int* ndims, const int64_t* const* shapes,
     kolo_reduce_op_t op, double prescale_factor, double postscale_factor, kolo_handle_t* handles);
 /* The grouped operations for tensors that may be in CUDA memory: `devices` is NULL (kolo asks
- * CUDA) or devices[i] is tensor i's KOLO_DEVICE_*; `cuda_stream` (NULL: none) is the stream
- * whose queued work writes the inputs, as in kolo_allreduce_async_on_stream. */
+ * CUDA) or devices[i] is tensor i's KOLO_DEVICE_*; `cuda_stream` (NULL: CUDA's legacy
+ * default stream) is the stream whose queued work writes the inputs, as in kolo_allreduce_async_on_stream. */
 KOLO_API kolo_status_t kolo_grouped_allreduce_async_on_stream(
     int process_set_id, int count, const char* const* names, const void* const* inputs,
     void* const* outputs, const kolo_dtype_t* dtypes, const int* ndims,

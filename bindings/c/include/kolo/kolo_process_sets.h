@@ -47,9 +47,10 @@ KOLO_API kolo_status_t kolo_allreduce_async_on(int process_set_id, const char* n
                                                double prescale_factor, double postscale_factor,
                                                kolo_handle_t* handle);
 /* As kolo_allreduce_async_on, for tensors in CUDA device memory written by work queued on a
- * CUDA stream: kolo records an event on `cuda_stream` (a cudaStream_t; NULL: none) now and its
- * own stream waits for it before reading `input`, so the caller need not synchronize. input and
- * output must be in the same memory (both host, or both on one device; kolo asks CUDA, as every
+ * CUDA stream: kolo records an event on `cuda_stream` (a cudaStream_t; NULL: CUDA's legacy
+ * default stream, cudaStreamLegacy, which also waits for per-thread default streams) now, and
+ * its own stream waits for it before reading `input`, so the caller need not synchronize. input
+ * and output must be in the same memory (both host, or both on one device; kolo asks CUDA, as every
  * submission does). For host tensors the stream is ignored. Every operation has a device path
  * through NCCL (README.md, "GPU path"); reductions of int16, uint16 or bool CUDA tensors, and
  * Average of integer ones, fail at submission with KOLO_ERR_INVALID_ARGUMENT (NCCL cannot).

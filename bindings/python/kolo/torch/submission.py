@@ -122,7 +122,9 @@ def _resolve_op(op, average):
 
 def _ready_stream(tensor):
     """The stream whose queued kernels write a CUDA ``tensor`` (the current stream of its
-    device, as a cudaStream_t integer): kolo waits for it before reading. 0 for CPU tensors."""
+    device, as a cudaStream_t integer): kolo waits for it before reading. 0 on torch's default
+    stream, which kolo takes as CUDA's legacy default stream (it still waits for it); 0 for CPU
+    tensors, for which it means nothing."""
     if tensor.device.type != "cuda":
         return 0
     return int(torch.cuda.current_stream(tensor.device).cuda_stream)
