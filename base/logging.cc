@@ -9,6 +9,8 @@
 #include <cctype>
 #include <mutex>
 
+#include "base/ascii.h"
+
 namespace kolo {
 namespace {
 
@@ -61,8 +63,7 @@ std::string_view LevelTag(LogLevel level) {
 }  // namespace
 
 StatusOr<LogLevel> ParseLogLevel(std::string_view text) {
-  std::string t(text);
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string t = AsciiLower(text);
   if (t == "trace") return LogLevel::kTrace;
   if (t == "debug") return LogLevel::kDebug;
   if (t == "info") return LogLevel::kInfo;

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/ascii.h"
 #include "base/check.h"
 
 namespace kolo {
@@ -249,12 +250,6 @@ StatusOr<int64_t> ParseBytes(std::string_view text) {
 
 namespace {
 
-// NCCL reads its variables without regard to case.
-std::string Lowered(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
 // The value of a knob: KOLO_ name first, then the Horovod alias; nullptr when unset or empty.
 // *used receives the variable's name, for error messages.
 const char* Lookup(const EnvLookup& env, const Knob& knob, std::string_view* used) {
@@ -287,7 +282,7 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
   const std::string nccl_algo = nccl ? nccl : "";
   if (c.nccl_algo.empty()) {
     c.nccl_algo = nccl_algo;
-  } else if (Lowered(c.nccl_algo) != Lowered(nccl_algo)) {
+  } else if (AsciiLower(c.nccl_algo) != AsciiLower(nccl_algo)) {  // NCCL ignores case
     return InvalidArgumentError(fmt::format(
         "KOLO_NCCL_ALGO='{}' but NCCL_ALGO is {}: NCCL reads only NCCL_ALGO, from the "
         "environment when it makes its first communicator, and kolo does not change its "

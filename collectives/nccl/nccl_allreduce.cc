@@ -1,21 +1,15 @@
 #include "collectives/nccl/nccl_allreduce.h"
 
 #include <algorithm>
-#include <cctype>
 #include <string>
 
+#include "base/ascii.h"
 #include "collectives/nccl/nccl_cost.h"
 #include "collectives/nccl/nccl_run.h"
 
 namespace kolo {
 
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // The part of NCCL_ALGO that applies to the all-reduce. Sections are separated by ';': a
 // first section without a collective's name applies to every collective, a later
@@ -40,7 +34,7 @@ std::string AllreducePart(const std::string& value) {
 }  // namespace
 
 NcclAllreduceAlgorithm ParseNcclAlgo(std::string_view nccl_algo) {
-  std::string list = AllreducePart(Lower(nccl_algo));
+  std::string list = AllreducePart(AsciiLower(nccl_algo));
   const bool exclude = !list.empty() && list.front() == '^';
   if (exclude) list.erase(0, 1);
   bool ring = false, tree = false;
