@@ -45,7 +45,7 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
   MpiCommunicator comm(dup, size_t{1} << 30);
   auto nccl_comm = NcclCommFor(comm, device);
   if (!nccl_comm.ok()) Fail(world, nccl_comm.status().ToString());
-  auto stream = KoloStream(device);
+  auto stream = KoloStream(comm, device);
   if (!stream.ok()) Fail(world, stream.status().ToString());
 
   const std::vector<int64_t> sizes =
@@ -91,8 +91,10 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
                                  std::string(op->name) + "/" + std::to_string(bytes);
         auto call = [&](int path) {
           if (path == 0) {
-            const ncclResult_t r = (*api)->AllReduce(input, out_nccl, count, nt, nop,
-                                                     *nccl_comm, *stream);
+            ncclResult_t r =
+                (*api)->AllReduce(input, out_nccl, count, nt, nop, *nccl_comm, *stream);
+            // A non-blocking communicator (nccl_comm.h) may finish the call later.
+            while (r == ncclInProgress) (*api)->CommGetAsyncError(*nccl_comm, &r);
             if (r != ncclSuccess) Fail(world, NcclError(r, "ncclAllReduce").ToString());
             CheckCuda(world, cudaStreamSynchronize(*stream), "cudaStreamSynchronize");
           } else {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/node_context.h"
@@ -12,6 +13,13 @@ namespace kolo {
 uint64_t Communicator::NextSerial() {
   static std::atomic<uint64_t> last{0};
   return ++last;
+}
+
+void Communicator::set_node(std::shared_ptr<NodeContext> node) {
+  node_ = std::move(node);
+  if (!node_) return;
+  if (node_->local) node_->local->order_serial_ = order_serial();
+  if (node_->cross) node_->cross->order_serial_ = order_serial();
 }
 
 Status Communicator::NoNative(std::string_view what) const {

@@ -147,12 +147,19 @@ class Communicator {
   // sub-communicators (collectives/node_context.h); nullptr when nobody set it up, and then
   // only flat algorithms run. Set once, before the first collective.
   NodeContext* node() const { return node_.get(); }
-  void set_node(std::shared_ptr<NodeContext> node) { node_ = std::move(node); }
+  // Also makes the node's sub-communicators part of this one's work order (order_serial).
+  void set_node(std::shared_ptr<NodeContext> node);
 
   // A number no other Communicator of this process has had: what is kept per communicator
   // elsewhere (its NCCL communicators) is keyed by it, since a freed one's address may be
   // reused by the next.
   uint64_t serial() const { return serial_; }
+  // Whose work order this communicator's device work joins: its own serial, or for the
+  // node-local and cross-node sub-communicators of node(), that of the communicator they
+  // belong to. kolo keeps one stream per order and device (collectives/nccl/nccl_comm.h), so
+  // the hierarchical steps of one process set stay in one order and two process sets never
+  // share one.
+  uint64_t order_serial() const { return order_serial_ != 0 ? order_serial_ : serial_; }
 
  protected:
   Status NoNative(std::string_view what) const;
@@ -161,6 +168,7 @@ class Communicator {
   static uint64_t NextSerial();
 
   const uint64_t serial_ = NextSerial();
+  uint64_t order_serial_ = 0;  // 0: serial_
   std::shared_ptr<NodeContext> node_;
   ProgressCheck progress_check_;
 };

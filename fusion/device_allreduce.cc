@@ -36,7 +36,7 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
                                    ", but this process has no such CUDA device (" + why + ")");
   }
   CudaDeviceScope scope(device);
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device));
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(comm, device));
   Status waited;
   for (void* ev : ready_events) {
     if (ev == nullptr) continue;

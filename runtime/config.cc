@@ -141,7 +141,8 @@ const std::vector<Knob>& Knobs() {
       {"KOLO_START_TIMEOUT", "HOROVOD_START_TIMEOUT", "s", "30",
        "kolo_init fails on every rank that called it, naming the ranks that did not, when they "
        "have not all called it within this long (needs a PMIx launcher: Open MPI's mpirun, "
-       "srun --mpi=pmix); 0 = wait for ever",
+       "srun --mpi=pmix); also bounds making an NCCL communicator and its first connection; 0 = "
+       "wait for ever",
        Seconds<&Config::start_timeout_seconds, 1000000>},
       {"KOLO_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE", "0/1", "0",
        "1 turns the stall inspector off", Flag<&Config::stall_check_disable>},

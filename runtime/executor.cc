@@ -200,7 +200,7 @@ void Runtime::ExecuteDeviceAllreduce(const Response& response, std::vector<Tenso
     // A joined rank's identity goes on its own device; the events are waited for there
     // (and consumed), before the prescaled copies read the inputs.
     device = JoinedDevice(response);
-    status = DeviceJoinedAllreduceJob(response, entries, device, &ready, &job, &scratch);
+    status = DeviceJoinedAllreduceJob(*data_, response, entries, device, &ready, &job, &scratch);
   }
   if (status.ok()) {
     status = device_allreduce_.Run(*data_, selector_, device, job, ready);

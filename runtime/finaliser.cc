@@ -116,18 +116,15 @@ Status Finaliser::Await(Item& item) {
       case Progress::kDone:
         return Status::OK();
       case Progress::kFailed:
-        probe.Abort();
-        return error.ok() ? InternalError("the work failed without saying why") : error;
+        return AbortAndDrain(
+            probe, error.ok() ? InternalError("the work failed without saying why") : error);
       case Progress::kPending:
         break;
     }
     const Clock::time_point now = Clock::now();
     if (now >= next_liveness) {
       Status alive = probe.CheckLiveness();
-      if (!alive.ok()) {
-        probe.Abort();
-        return alive;
-      }
+      if (!alive.ok()) return AbortAndDrain(probe, std::move(alive));
       next_liveness = now + options_.liveness_interval;
     }
     if (Nanos(now) >= deadline_ns_.load(std::memory_order_relaxed)) {
@@ -138,10 +135,10 @@ Status Finaliser::Await(Item& item) {
         reason = close_reason_;
         since = close_started_;
       }
-      probe.Abort();
       const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
-      return UnavailableError(reason + " while this work was still running (waited " +
-                              std::to_string(waited.count()) + " ms); it was aborted");
+      return AbortAndDrain(
+          probe, UnavailableError(reason + " while this work was still running (waited " +
+                                  std::to_string(waited.count()) + " ms); it was aborted"));
     }
     if (now - start < options_.spin) {
       std::this_thread::yield();
@@ -149,6 +146,23 @@ Status Finaliser::Await(Item& item) {
       std::this_thread::sleep_for(options_.sleep);
     }
   }
+}
+
+Status Finaliser::AbortAndDrain(CompletionProbe& probe, Status error) {
+  probe.Abort();
+  const Clock::time_point start = Clock::now();
+  while (!probe.Drained()) {
+    const Clock::time_point now = Clock::now();
+    if (now - start >= options_.drain_timeout) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
+      return Status(error.code(), error.message() +
+                                      "; the aborted work had still not drained from the device " +
+                                      std::to_string(waited.count()) +
+                                      " ms after the abort, so its output may still change");
+    }
+    std::this_thread::sleep_for(options_.sleep);
+  }
+  return error;
 }
 
 }  // namespace kolo

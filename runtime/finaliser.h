@@ -8,13 +8,15 @@
 // of items 0..k-1, so handles complete in the order their Responses ran. While the front item
 // is pending, the thread polls its probe (Poll: cheap, every turn; CheckLiveness: a lost peer,
 // about once a second); a failure aborts the work (Abort: on the GPU, ncclCommAbort, so that
-// nothing stays stuck behind it) and hands the error to the callback. Polling first yields the
+// nothing stays stuck behind it), waits for the aborted work to leave the device (Drained: a
+// kernel still running could yet write the caller's output, which the callback hands back)
+// and hands the error to the callback. Polling first yields the
 // core for a short while, then sleeps between polls, so a finaliser with a long item in flight
 // costs little CPU and one with a short item adds little latency.
 //
 // What a probe looks at is behind the CompletionProbe interface, so this file knows nothing of
-// CUDA: runtime/device/device_finaliser.h has the CUDA event + NCCL probe; tests drive the queue with
-// fake probes.
+// CUDA: runtime/device/device_finaliser.h has the CUDA event + NCCL probe; tests drive the queue
+// with fake probes.
 //
 // Shutdown: Close() stops new items, lets the pending ones finish, and once its deadline passes
 // aborts and fails those still pending, so every callback runs exactly once and Close returns
@@ -53,6 +55,9 @@ class CompletionProbe {
   // Called once when the item fails (its own error, liveness, or the shutdown deadline), before
   // its callback: stop the work so that neither the device nor later items stay stuck on it.
   virtual void Abort() {}
+  // After Abort: whether the aborted work has stopped touching memory (on the GPU: the stream
+  // has passed it). Polled before the callback runs, up to FinaliserOptions::drain_timeout.
+  virtual bool Drained() { return true; }
 };
 
 struct FinaliserOptions {
@@ -61,6 +66,10 @@ struct FinaliserOptions {
   // Polls back to back (yielding the core) for this long, then sleeps `sleep` between polls.
   std::chrono::microseconds spin{200};
   std::chrono::microseconds sleep{50};
+  // How long a failed item's aborted work may take to drain (Drained) before its callback runs
+  // anyway, with an error that says the output may still change. An aborted NCCL
+  // communicator's kernels return within milliseconds; this bounds a device that does not.
+  std::chrono::milliseconds drain_timeout{10000};
 };
 
 class Finaliser {
@@ -101,6 +110,9 @@ class Finaliser {
   void Loop();
   // Polls `item` until it finishes, fails, or the close deadline passes.
   Status Await(Item& item);
+  // Aborts a failed item's work and waits for it to drain (bounded): `error`, or `error` with
+  // why the wait gave up.
+  Status AbortAndDrain(CompletionProbe& probe, Status error);
 
   const FinaliserOptions options_;
   mutable std::mutex mu_;

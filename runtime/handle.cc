@@ -7,6 +7,8 @@ namespace kolo {
 void BufferFree::operator()(void* p) const {
   if (device < 0) {
     std::free(p);
+  } else if (stream_ordered && stream != nullptr) {
+    FreeOnStream(device, stream, p);
   } else if (stream_ordered) {
     FreeStreamOrderedMemory(device, p);
   } else {

@@ -23,9 +23,15 @@ namespace kolo {
 // device. The deleter knows which, so whoever drops the buffer frees it right.
 struct BufferFree {
   int device = -1;  // -1: host memory (std::free); >= 0: that CUDA device's
-  // Device memory from CUDA's stream-ordered allocator (AllocateOnStream): freed after waiting
-  // for the device (FreeStreamOrderedMemory), since cudaFree would not wait for it.
+  // Device memory from CUDA's stream-ordered allocator (AllocateOnStream), which cudaFree would
+  // not wait for: freed in `stream`'s order (cudaFreeAsync), or, with no stream, after waiting
+  // for the device (FreeStreamOrderedMemory).
   bool stream_ordered = false;
+  // The stream whose work is the memory's last use: for an output handed to the caller, the
+  // stream it submitted on (CUDA's legacy stream when none), as a framework's allocator frees a
+  // tensor in the order of the stream it was made on; work on other streams must be ordered
+  // before the tensor is dropped, as for the framework's own tensors (torch's record_stream).
+  void* stream = nullptr;
   void operator()(void* p) const;
 };
 

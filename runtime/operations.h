@@ -70,8 +70,9 @@ Status JoinedAllreduceJob(const Response& response, const std::vector<TensorEntr
 // inputs, so the ready events are waited for here, on kolo's stream of `device`: each is
 // consumed (destroyed, and its slot set to nullptr). Host staging of the identities stays in
 // `scratch` until the job has run.
-Status DeviceJoinedAllreduceJob(const Response& response, const std::vector<TensorEntry>& entries,
-                                int device, std::vector<void*>* ready_events, AllreduceJob* job,
+Status DeviceJoinedAllreduceJob(const Communicator& comm, const Response& response,
+                                const std::vector<TensorEntry>& entries, int device,
+                                std::vector<void*>* ready_events, AllreduceJob* job,
                                 JoinedScratch* scratch);
 
 }  // namespace kolo

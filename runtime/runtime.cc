@@ -11,8 +11,13 @@
 #include "collectives/cuda/device.h"
 #include "collectives/node_context.h"
 #include "fusion/planner.h"
+#include "kolo/config.h"
 #include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
+
+#if KOLO_WITH_NCCL
+#include "collectives/nccl/nccl_comm.h"
+#endif
 
 namespace kolo {
 
@@ -83,6 +88,10 @@ Status Runtime::Start() {
   if (!choice.ok()) return choice.status();
   collectives_ = std::move(*choice);
   KOLO_RETURN_IF_ERROR(fusion_.Prepare());
+#if KOLO_WITH_NCCL
+  // Making an NCCL communicator, and its first connection, wait for every rank as start does.
+  SetNcclSetupTimeout(config_.start_timeout_seconds);
+#endif
   KOLO_RETURN_IF_ERROR(controller_.Start());
   // The data plane's waits ask the progress watch (on this runtime's background thread, which
   // alone uses these communicators).

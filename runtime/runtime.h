@@ -183,7 +183,8 @@ class Runtime {
   void ExecuteDeviceOutputOp(const Response& response, TensorEntry entry);
   void CompleteOnDevice(int device, Status enqueued, Finaliser::Callback finish);
   // Aborts the NCCL communicators made for this runtime's communicators (data, and the node's
-  // local and cross ones): at shutdown, once no device work is in flight.
+  // local and cross ones) and destroys its kolo streams: at shutdown, once no device work is in
+  // flight.
   void ReleaseDeviceCommunicators();
   // True for the Responses whose completion the finaliser owns (their timeline spans end
   // there, in TensorFinished).

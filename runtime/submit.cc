@@ -120,6 +120,7 @@ StatusOr<std::shared_ptr<Handle>> Runtime::Enqueue(const Submission& s) {
   // A CUDA tensor is always ordered after its writer: without a stream, CUDA's legacy one.
   if (reason.ok() && r.device >= 0) {
     auto ev = RecordReadyEvent(r.device, s.ready_stream);
+    entry.consumer_stream = ReadyStreamOrLegacy(s.ready_stream);
     if (ev.ok()) {
       entry.ready_event = *ev;
     } else {
@@ -208,6 +209,7 @@ StatusOr<std::vector<std::shared_ptr<Handle>>> Runtime::EnqueueGroup(
                                 : Admit(s, &r);
     if (v.ok() && r.device >= 0) {
       auto ev = RecordReadyEvent(r.device, s.ready_stream);
+      entries[i].consumer_stream = ReadyStreamOrLegacy(s.ready_stream);
       if (ev.ok()) {
         entries[i].ready_event = *ev;
       } else {

@@ -41,6 +41,9 @@ struct TensorEntry {
   // CUDA tensors: the event recorded on the framework's stream at submission (a cudaEvent_t,
   // collectives/cuda/device.h), consumed by the execution; nullptr otherwise.
   void* ready_event = nullptr;
+  // CUDA tensors: the framework's stream at submission (CUDA's legacy stream when none was
+  // given), in whose order an output kolo allocates is freed (BufferFree::stream).
+  void* consumer_stream = nullptr;
 };
 
 class TensorQueue {

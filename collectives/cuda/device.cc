@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 
 #include "collectives/cuda/cuda_call.h"
 #endif
@@ -153,6 +155,31 @@ void FreeDeviceMemory(int device, void* p) {
   cudaFree(p);
 }
 
+namespace {
+
+// kolo's pool of `device` (device.h, AllocateOnStream), made on first use and kept for the
+// process; nullptr with *error set when CUDA refuses.
+cudaMemPool_t KoloPool(int device, cudaError_t* error) {
+  static std::mutex mu;
+  static auto* pools = new std::map<int, cudaMemPool_t>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = pools->find(device);
+  if (it != pools->end()) return it->second;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  cudaMemPool_t pool = nullptr;
+  *error = cudaMemPoolCreate(&pool, &props);
+  if (*error != cudaSuccess) return nullptr;
+  uint64_t keep_all = UINT64_MAX;
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all);
+  pools->emplace(device, pool);
+  return pool;
+}
+
+}  // namespace
+
 StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes) {
   std::string why;
   if (CudaDeviceCount(&why) <= device || device < 0) {
@@ -170,14 +197,24 @@ StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes) {
                               " has no stream-ordered allocator");
   }
   void* p = nullptr;
-  cudaError_t e;
+  cudaError_t e = cudaSuccess;
   {
     CudaDeviceScope scope(device);
-    e = cudaMallocAsync(&p, bytes ? bytes : 1, static_cast<cudaStream_t>(stream));
+    cudaMemPool_t pool = KoloPool(device, &e);
+    if (pool != nullptr) {
+      const auto s = static_cast<cudaStream_t>(stream);
+      e = cudaMallocFromPoolAsync(&p, bytes ? bytes : 1, pool, s);
+      if (e == cudaErrorMemoryAllocation) {
+        // What the pool keeps may be what the device lacks: give it back and try once more.
+        cudaGetLastError();
+        cudaMemPoolTrimTo(pool, 0);
+        e = cudaMallocFromPoolAsync(&p, bytes ? bytes : 1, pool, s);
+      }
+    }
   }
   if (e != cudaSuccess) {
     cudaGetLastError();
-    return ResourceExhaustedError("cudaMallocAsync of " + std::to_string(bytes) +
+    return ResourceExhaustedError("cudaMallocFromPoolAsync of " + std::to_string(bytes) +
                                   " bytes on cuda:" + std::to_string(device) +
                                   " failed: " + cudaGetErrorString(e));
   }

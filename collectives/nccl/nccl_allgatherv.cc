@@ -18,8 +18,7 @@ Status EnqueueNcclAllgatherv(Communicator& comm, int device, const void* send, v
   KOLO_RETURN_IF_ERROR(BeginNccl(comm, device, &e));
   if (EqualParts(part_bytes)) {
     if (part_bytes.front() == 0) return Status::OK();
-    KOLO_NCCL_CALL(e.api, AllGather, send, recv, part_bytes.front(), ncclUint8, e.comm,
-                   e.stream);
+    KOLO_NCCL_ENQUEUE(e, AllGather, send, recv, part_bytes.front(), ncclUint8, e.comm, e.stream);
     return Status::OK();
   }
   const std::vector<size_t> offsets = PartOffsets(part_bytes);
@@ -36,7 +35,7 @@ Status EnqueueNcclAllgatherv(Communicator& comm, int device, const void* send, v
       body = NcclError(res, "ncclBroadcast").AddContext("part of rank " + std::to_string(r));
     }
   }
-  return EndNcclGroup(e.api, body);
+  return EndNcclGroup(e, body);
 }
 
 }  // namespace kolo

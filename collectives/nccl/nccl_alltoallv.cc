@@ -41,7 +41,7 @@ Status EnqueueNcclAlltoallv(Communicator& comm, int device, const void* send,
       if (r != ncclSuccess) body = NcclError(r, "ncclRecv").AddContext("from rank " + std::to_string(q));
     }
   }
-  return EndNcclGroup(e.api, body);
+  return EndNcclGroup(e, body);
 }
 
 }  // namespace kolo

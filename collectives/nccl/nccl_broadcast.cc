@@ -9,7 +9,7 @@ Status EnqueueNcclBroadcast(Communicator& comm, int device, void* buffer, size_t
   if (bytes == 0) return Status::OK();
   NcclEnqueue e;
   KOLO_RETURN_IF_ERROR(BeginNccl(comm, device, &e));
-  KOLO_NCCL_CALL(e.api, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
+  KOLO_NCCL_ENQUEUE(e, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
   return Status::OK();
 }
 

@@ -1,5 +1,6 @@
 #include "collectives/nccl/nccl_comm.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -17,24 +18,32 @@
 
 namespace kolo {
 
+// A communicator's enqueue lock, held by an NcclLease (an enqueue in progress) and by Abort, so
+// an abort from another thread waits for an enqueue on that communicator instead of freeing it
+// under the call. Per communicator, not one for the process: NCCL connects its links at a
+// communicator's first collective and waits until the peers do the same, so with one lock two
+// ranks of one process (threads, or process sets) would wait for each other's lock forever.
+// `abort_requested` is raised before Abort takes the lock, so a lease polling a call that is
+// still in progress gives the lock up instead of keeping the abort waiting. Shared, so that
+// forgetting the entry never frees a lock someone holds. Taken before g_mu.
+struct NcclGuard {
+  std::mutex enqueue;
+  std::atomic<bool> abort_requested{false};
+};
+
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // A communicator and the number it was made under: generations count up from 1 and are never
-// reused, so an NcclWatch can tell its communicator from a fresh one made after an abort. An
-// aborted communicator stays as a tombstone (nc == nullptr, its generation kept) until the next
-// NcclCommFor makes a fresh one: a watch taken just after an enqueue that an abort beat then
-// still sees that its communicator is gone.
-//
-// Each entry has its own enqueue lock, held by an NcclLease (an enqueue in progress) and by
-// Abort, so an abort from another thread waits for an enqueue on that communicator instead of
-// freeing it under the call. Per communicator, not one for the process: NCCL connects its links
-// at a communicator's first collective and blocks until the peers do the same, so with one lock
-// two ranks of one process (threads, or process sets) would wait for each other's lock forever.
-// Shared, so that forgetting the entry never frees a lock someone holds. Taken before g_mu.
+// reused, so an NcclWatch can tell its communicator from another. An aborted communicator stays
+// as a tombstone (nc == nullptr, its generation kept) until its kolo Communicator goes
+// (ForgetNcclComms): a watch then still sees that its communicator is gone, and NcclCommFor
+// refuses to make another on one rank alone (nccl_comm.h).
 struct Entry {
   ncclComm_t nc = nullptr;
   uint64_t generation = 0;
-  std::shared_ptr<std::mutex> enqueue = std::make_shared<std::mutex>();
+  std::shared_ptr<NcclGuard> guard = std::make_shared<NcclGuard>();
 };
 
 // Keyed by the kolo Communicator's serial (never reused, unlike its address) and the device.
@@ -42,8 +51,10 @@ using Key = std::pair<uint64_t, int>;
 
 std::mutex g_mu;  // the tables below
 uint64_t g_last_generation = 0;  // guarded by g_mu
-std::map<int, cudaStream_t>& Streams() {
-  static auto* s = new std::map<int, cudaStream_t>();
+std::atomic<double> g_setup_timeout_seconds{30.0};
+// Streams by (Communicator::order_serial, device).
+std::map<Key, cudaStream_t>& Streams() {
+  static auto* s = new std::map<Key, cudaStream_t>();
   return *s;
 }
 std::map<Key, Entry>& Comms() {
@@ -51,16 +62,24 @@ std::map<Key, Entry>& Comms() {
   return *c;
 }
 
-// Aborts and forgets `key`'s communicator: any, or only that of `generation` (> 0).
-void Abort(const Key& key, uint64_t generation = 0) {
-  std::shared_ptr<std::mutex> enqueue;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    auto it = Comms().find(key);
-    if (it == Comms().end() || it->second.nc == nullptr) return;
-    enqueue = it->second.enqueue;
-  }
-  std::lock_guard<std::mutex> no_enqueue(*enqueue);
+std::string Where(const Communicator& comm, int device) {
+  return "the NCCL communicator of " + std::to_string(comm.Size()) +
+         " ranks on cuda:" + std::to_string(device) + " (this is rank " +
+         std::to_string(comm.Rank()) + ")";
+}
+
+// Aborts `nc`, on its device: NCCL switches to it and back, and switching back to the default
+// device on a thread without a context would make one on GPU 0. Abort, not destroy, at shutdown
+// too: ncclCommDestroy flushes outstanding network work, which waits for peers, and shutting
+// down must end even when a peer is gone.
+void AbortComm(ncclComm_t nc, int device) {
+  CudaDeviceScope scope(device);
+  if (auto api = Nccl(); api.ok()) (*api)->CommAbort(nc);
+}
+
+// With `key`'s enqueue lock held: aborts its communicator (any, or only that of `generation`
+// > 0) and leaves the tombstone.
+void AbortHeld(const Key& key, uint64_t generation) {
   ncclComm_t nc = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -70,19 +89,71 @@ void Abort(const Key& key, uint64_t generation = 0) {
     nc = it->second.nc;
     it->second.nc = nullptr;
   }
-  // On the communicator's device: NCCL switches to it and back, and switching back to the
-  // default device on a thread without a context would make one on GPU 0.
-  CudaDeviceScope scope(key.second);
-  // Abort, not destroy, at shutdown too: ncclCommDestroy flushes outstanding network work,
-  // which waits for peers, and shutting down must end even when a peer is gone.
-  if (auto api = Nccl(); api.ok()) (*api)->CommAbort(nc);
+  AbortComm(nc, key.second);
+}
+
+// Aborts and forgets `key`'s communicator: any, or only that of `generation` (> 0).
+void Abort(const Key& key, uint64_t generation = 0) {
+  std::shared_ptr<NcclGuard> guard;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = Comms().find(key);
+    if (it == Comms().end() || it->second.nc == nullptr) return;
+    if (generation != 0 && it->second.generation != generation) return;
+    guard = it->second.guard;
+  }
+  guard->abort_requested.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> no_enqueue(guard->enqueue);
+  AbortHeld(key, generation);
+}
+
+// Polls `nc` while NCCL is still doing `what` (ncclInProgress), within the set-up timeout and
+// while `comm`'s peers live; `abort_requested`, when given, ends the wait early. OK once NCCL
+// has finished; else NCCL's error, the timeout, or the peer that is gone.
+Status PollInProgress(const NcclApi* api, ncclComm_t nc, Communicator& comm, int device,
+                      const char* what, const std::atomic<bool>* abort_requested) {
+  const double timeout = g_setup_timeout_seconds.load(std::memory_order_relaxed);
+  const Clock::time_point start = Clock::now();
+  Clock::time_point next_liveness = start + std::chrono::seconds(1);
+  int spins = 0;
+  for (;;) {
+    ncclResult_t state = ncclInProgress;
+    const ncclResult_t q = api->CommGetAsyncError(nc, &state);
+    if (q != ncclSuccess) return NcclError(q, "ncclCommGetAsyncError").AddContext(what);
+    if (state == ncclSuccess) return Status::OK();
+    if (state != ncclInProgress) return NcclError(state, what);
+    if (abort_requested != nullptr && abort_requested->load(std::memory_order_acquire)) {
+      return UnavailableError(std::string(what) + ": " + Where(comm, device) +
+                              " was aborted after a failure elsewhere while NCCL was connecting");
+    }
+    const Clock::time_point now = Clock::now();
+    const double waited = std::chrono::duration<double>(now - start).count();
+    if (timeout > 0 && waited >= timeout) {
+      return DeadlineExceededError(
+          std::string(what) + ": " + Where(comm, device) + " was still being set up after " +
+          std::to_string(static_cast<int>(waited)) +
+          " s (KOLO_START_TIMEOUT): NCCL waits for every rank to reach it, so a rank is stuck or "
+          "gone before it, or NCCL cannot connect the ranks (NCCL_DEBUG=INFO says why)");
+    }
+    if (now >= next_liveness) {
+      Status alive = comm.CheckLiveness();
+      if (!alive.ok()) return alive.AddContext(std::string(what) + " on " + Where(comm, device));
+      next_liveness = now + std::chrono::seconds(1);
+    }
+    if (++spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 }  // namespace
 
-StatusOr<cudaStream_t> KoloStream(int device) {
+void SetNcclSetupTimeout(double seconds) {
+  g_setup_timeout_seconds.store(seconds, std::memory_order_relaxed);
+}
+
+StatusOr<cudaStream_t> KoloStream(const Communicator& comm, int device) {
+  const Key key(comm.order_serial(), device);
   std::lock_guard<std::mutex> lock(g_mu);
-  auto it = Streams().find(device);
+  auto it = Streams().find(key);
   if (it != Streams().end()) return it->second;
   cudaStream_t s = nullptr;
   cudaError_t e;
@@ -91,15 +162,42 @@ StatusOr<cudaStream_t> KoloStream(int device) {
     e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   }
   if (e != cudaSuccess) return CudaError(e, "cudaStreamCreateWithFlags");
-  Streams().emplace(device, s);
+  Streams().emplace(key, s);
   return s;
+}
+
+void ReleaseKoloStreams(const Communicator& comm) {
+  std::vector<std::pair<int, cudaStream_t>> gone;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (auto it = Streams().begin(); it != Streams().end();) {
+      if (it->first.first == comm.order_serial()) {
+        gone.emplace_back(it->first.second, it->second);
+        it = Streams().erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& [device, stream] : gone) {
+    CudaDeviceScope scope(device);
+    cudaStreamDestroy(stream);
+  }
 }
 
 StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = Comms().find({comm.serial(), device});
-    if (it != Comms().end() && it->second.nc != nullptr) return it->second.nc;
+    if (it != Comms().end()) {
+      if (it->second.nc != nullptr) return it->second.nc;
+      return UnavailableError(
+          Where(comm, device) +
+          " was aborted after an earlier failure (see that error). kolo does not make another "
+          "on its own: the other ranks may still hold theirs and would never join it. Device "
+          "collectives of these ranks fail from now on; shut kolo down and start again, or use a "
+          "new process set");
+    }
   }
   KOLO_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
   // Rank 0 makes the id and sends it with its outcome, so a failure there fails every rank
@@ -120,14 +218,24 @@ StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
     if (comm.Rank() == 0) return NcclError(made, "ncclGetUniqueId");
     return UnavailableError("rank 0 could not make an ncclUniqueId (see its error)");
   }
-  const ncclUniqueId& id = boot.id;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // returns at once; polled below, so a rank that never comes is noticed
   ncclComm_t nc = nullptr;
   ncclResult_t r;
   {
     CudaDeviceScope scope(device);
-    r = api->CommInitRank(&nc, comm.Size(), id, comm.Rank());
+    r = api->CommInitRankConfig(&nc, comm.Size(), boot.id, comm.Rank(), &config);
   }
-  if (r != ncclSuccess) return NcclError(r, "ncclCommInitRank");
+  Status made_status;
+  if (r == ncclSuccess || r == ncclInProgress) {
+    made_status = PollInProgress(api, nc, comm, device, "ncclCommInitRankConfig", nullptr);
+  } else {
+    made_status = NcclError(r, "ncclCommInitRankConfig");
+  }
+  if (!made_status.ok()) {
+    if (nc != nullptr) AbortComm(nc, device);
+    return made_status.AddContext("making " + Where(comm, device));
+  }
   std::lock_guard<std::mutex> lock(g_mu);
   Entry& entry = Comms()[Key(comm.serial(), device)];
   entry.nc = nc;
@@ -135,31 +243,57 @@ StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
   return nc;
 }
 
+NcclLease::NcclLease(Communicator* comm, int device, uint64_t generation,
+                     std::shared_ptr<NcclGuard> guard, ncclComm_t nc)
+    : comm_(comm),
+      device_(device),
+      generation_(generation),
+      guard_(std::move(guard)),
+      lock_(guard_->enqueue),
+      nc_(nc) {}
+
+NcclLease::~NcclLease() = default;
+
+Status NcclLease::Settle(ncclResult_t r, const char* call) {
+  if (r == ncclSuccess) return Status::OK();
+  KOLO_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
+  Status outcome = r == ncclInProgress
+                       ? PollInProgress(api, nc_, *comm_, device_, call, &guard_->abort_requested)
+                       : NcclError(r, call).AddContext(Where(*comm_, device_));
+  if (outcome.ok()) return outcome;
+  // Aborted here, under this lease's lock, unless another thread asked first (it aborts once
+  // the lease is gone).
+  if (!guard_->abort_requested.load(std::memory_order_acquire)) {
+    AbortHeld({comm_->serial(), device_}, generation_);
+  }
+  return outcome;
+}
+
 StatusOr<NcclLease> LeaseNcclComm(Communicator& comm, int device) {
   KOLO_ASSIGN_OR_RETURN(ncclComm_t nc, NcclCommFor(comm, device));
-  std::shared_ptr<std::mutex> enqueue;
+  std::shared_ptr<NcclGuard> guard;
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = Comms().find({comm.serial(), device});
-    if (it != Comms().end()) enqueue = it->second.enqueue;
+    if (it != Comms().end()) {
+      guard = it->second.guard;
+      generation = it->second.generation;
+    }
   }
-  if (!enqueue) {
-    return UnavailableError(
-        "the NCCL communicator of these ranks on cuda:" + std::to_string(device) + " was released");
-  }
-  std::unique_lock<std::mutex> no_abort(*enqueue);
+  if (!guard) return UnavailableError(Where(comm, device) + " was released");
+  NcclLease lease(&comm, device, generation, std::move(guard), nc);
   {
     // Only the thread that makes communicators (this one) could make a fresh one for this
     // Communicator, so comparing pointers is enough here.
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = Comms().find({comm.serial(), device});
     if (it == Comms().end() || it->second.nc != nc) {
-      return UnavailableError("the NCCL communicator of these ranks on cuda:" +
-                              std::to_string(device) +
+      return UnavailableError(Where(comm, device) +
                               " was aborted after a failure (see the earlier error)");
     }
   }
-  return NcclLease(std::move(enqueue), std::move(no_abort), nc);
+  return lease;
 }
 
 NcclWatch WatchNccl(Communicator& comm, int device) {

@@ -31,7 +31,7 @@ Status NcclCommunicator::Allreduce(const void* send, void* recv, size_t count, D
   {
     NcclEnqueue e;
     KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
-    KOLO_NCCL_CALL(e.api, AllReduce, send, recv, count, t, o, e.comm, e.stream);
+    KOLO_NCCL_ENQUEUE(e, AllReduce, send, recv, count, t, o, e.comm, e.stream);
     stream = e.stream;
   }  // the lease ends before the wait, which may abort the communicator
   return WaitForNccl(host_, device_, stream, "ncclAllReduce");
@@ -52,7 +52,7 @@ Status NcclCommunicator::ReduceScatter(const void* send, void* recv,
   {
     NcclEnqueue e;
     KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
-    KOLO_NCCL_CALL(e.api, ReduceScatter, send, recv, counts.front(), t, o, e.comm, e.stream);
+    KOLO_NCCL_ENQUEUE(e, ReduceScatter, send, recv, counts.front(), t, o, e.comm, e.stream);
     stream = e.stream;
   }  // the lease ends before the wait, which may abort the communicator
   return WaitForNccl(host_, device_, stream, "ncclReduceScatter");
@@ -64,14 +64,14 @@ Status NcclCommunicator::Allgatherv(const void* send, size_t send_bytes, void* r
     return InvalidArgumentError("allgatherv: this rank sends " + std::to_string(send_bytes) +
                                 " bytes, its part is " + std::to_string(recv_bytes[Rank()]));
   }
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device_));
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(host_, device_));
   KOLO_RETURN_IF_ERROR(EnqueueNcclAllgatherv(host_, device_, send, recv, recv_bytes));
   return WaitForNccl(host_, device_, stream, "ncclAllGather");
 }
 
 Status NcclCommunicator::Alltoallv(const void* send, const std::vector<size_t>& send_bytes,
                                    void* recv, const std::vector<size_t>& recv_bytes) {
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device_));
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(host_, device_));
   KOLO_RETURN_IF_ERROR(EnqueueNcclAlltoallv(host_, device_, send, send_bytes, recv, recv_bytes));
   return WaitForNccl(host_, device_, stream, "ncclSend/ncclRecv");
 }
@@ -81,7 +81,7 @@ Status NcclCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
   {
     NcclEnqueue e;
     KOLO_RETURN_IF_ERROR(BeginNccl(host_, device_, &e));
-    KOLO_NCCL_CALL(e.api, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
+    KOLO_NCCL_ENQUEUE(e, Broadcast, buffer, buffer, bytes, ncclUint8, root, e.comm, e.stream);
     stream = e.stream;
   }  // the lease ends before the wait, which may abort the communicator
   return WaitForNccl(host_, device_, stream, "ncclBroadcast");

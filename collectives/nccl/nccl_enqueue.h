@@ -34,7 +34,7 @@ struct NcclEnqueue {
 
 inline Status BeginNccl(Communicator& host, int device, NcclEnqueue* e) {
   KOLO_ASSIGN_OR_RETURN(e->api, Nccl());
-  KOLO_ASSIGN_OR_RETURN(e->stream, KoloStream(device));
+  KOLO_ASSIGN_OR_RETURN(e->stream, KoloStream(host, device));
   KOLO_ASSIGN_OR_RETURN(NcclLease lease, LeaseNcclComm(host, device));
   e->comm = lease.get();
   e->lease.emplace(std::move(lease));
@@ -43,14 +43,20 @@ inline Status BeginNccl(Communicator& host, int device, NcclEnqueue* e) {
 }
 
 // Ends an ncclGroupStart whose body failed with `body` (the group must be closed either way);
-// returns the body's error, or ncclGroupEnd's.
-inline Status EndNcclGroup(const NcclApi* api, Status body) {
-  const ncclResult_t r = api->GroupEnd();
-  if (!body.ok()) return body;
-  if (r != ncclSuccess) return NcclError(r, "ncclGroupEnd");
-  return Status::OK();
+// returns the body's error, or ncclGroupEnd's once settled (on a non-blocking communicator the
+// group's work may still be in progress when it returns).
+inline Status EndNcclGroup(NcclEnqueue& e, Status body) {
+  Status ended = e.lease->Settle(e.api->GroupEnd(), "ncclGroupEnd");
+  return body.ok() ? ended : body;
 }
 
 }  // namespace kolo
+
+// A call through the table on `e`'s (an NcclEnqueue's) communicator, settled
+// (NcclLease::Settle); returns its failure as a Status.
+#define KOLO_NCCL_ENQUEUE(e, fn, ...) \
+  KOLO_RETURN_IF_ERROR((e).lease->Settle((e).api->fn(__VA_ARGS__), "nccl" #fn))
+
+namespace kolo {}  // namespace kolo
 
 #endif  // KOLO_COLLECTIVES_NCCL_NCCL_ENQUEUE_H_

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 
 namespace kolo {
@@ -35,7 +36,7 @@ Loaded Load() {
   ncclResult_t (*get_version)(int*) = nullptr;
   Resolve(lib, "ncclGetVersion", &get_version, &missing);
   Resolve(lib, "ncclGetUniqueId", &a.GetUniqueId, &missing);
-  Resolve(lib, "ncclCommInitRank", &a.CommInitRank, &missing);
+  Resolve(lib, "ncclCommInitRankConfig", &a.CommInitRankConfig, &missing);
   Resolve(lib, "ncclCommAbort", &a.CommAbort, &missing);
   Resolve(lib, "ncclCommDestroy", &a.CommDestroy, &missing);
   Resolve(lib, "ncclCommGetAsyncError", &a.CommGetAsyncError, &missing);
@@ -57,6 +58,8 @@ Loaded Load() {
   return l;
 }
 
+std::atomic<const NcclApi*> g_fake{nullptr};
+
 const Loaded& Library() {
   static const Loaded loaded = Load();
   return loaded;
@@ -71,10 +74,13 @@ std::string VersionOf(int code) {
 }  // namespace
 
 StatusOr<const NcclApi*> Nccl() {
+  if (const NcclApi* fake = g_fake.load(std::memory_order_acquire)) return fake;
   const Loaded& l = Library();
   if (!l.status.ok()) return l.status;
   return &l.api;
 }
+
+void SetNcclForTesting(const NcclApi* api) { g_fake.store(api, std::memory_order_release); }
 
 std::string NcclVersionString() {
   auto api = Nccl();

@@ -17,7 +17,7 @@ namespace kolo {
 struct NcclApi {
   int version = 0;  // NCCL_VERSION_CODE of the loaded library, e.g. 22809
   ncclResult_t (*GetUniqueId)(ncclUniqueId*) = nullptr;
-  ncclResult_t (*CommInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
+  ncclResult_t (*CommInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*) = nullptr;
   ncclResult_t (*CommAbort)(ncclComm_t) = nullptr;
   ncclResult_t (*CommDestroy)(ncclComm_t) = nullptr;
   ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;
@@ -39,6 +39,10 @@ struct NcclApi {
 // The loaded library, or kUnavailable "cannot load NCCL (libnccl.so.2): <dlerror>" (also for a
 // library missing a symbol kolo calls). Thread-safe; loads once.
 StatusOr<const NcclApi*> Nccl();
+
+// Tests only: makes Nccl() return `api` (nullptr: the real library again), so the code that
+// drives NCCL's calls (communicator set-up, waits, aborts) runs against a fake without a GPU.
+void SetNcclForTesting(const NcclApi* api);
 
 // "NCCL 2.28.9" of the loaded library (or of nccl.h when none is loaded yet).
 std::string NcclVersionString();

@@ -19,7 +19,7 @@ Status EnqueueNcclReduceScatter(Communicator& comm, int device, const void* send
   if (count == 0) return Status::OK();
   NcclEnqueue e;
   KOLO_RETURN_IF_ERROR(BeginNccl(comm, device, &e));
-  KOLO_NCCL_CALL(e.api, ReduceScatter, send, recv, count, t, o, e.comm, e.stream);
+  KOLO_NCCL_ENQUEUE(e, ReduceScatter, send, recv, count, t, o, e.comm, e.stream);
   return Status::OK();
 }
 

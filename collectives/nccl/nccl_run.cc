@@ -32,7 +32,7 @@ struct Call {
   cudaStream_t stream = nullptr;
 };
 
-StatusOr<Call> Prepare(const AllreduceArgs& args, const char* what) {
+StatusOr<Call> Prepare(const Communicator& comm, const AllreduceArgs& args, const char* what) {
   Call c;
   KOLO_ASSIGN_OR_RETURN(c.api, Nccl());
   const PointerKind in = ClassifyPointer(args.send);
@@ -48,7 +48,7 @@ StatusOr<Call> Prepare(const AllreduceArgs& args, const char* what) {
                               std::string(DataTypeName(args.dtype)));
   }
   if (!NcclRedOp(args.op, &c.op)) return UnimplementedError(std::string(what) + ": no such NCCL op");
-  KOLO_ASSIGN_OR_RETURN(c.stream, KoloStream(c.device));
+  KOLO_ASSIGN_OR_RETURN(c.stream, KoloStream(comm, c.device));
   return c;
 }
 
@@ -58,14 +58,15 @@ namespace {
 
 // ncclAllReduce enqueued on kolo's stream; *c says where (device and stream) for the wait.
 Status EnqueueFlat(Communicator& comm, const AllreduceArgs& args, Call* c) {
-  KOLO_ASSIGN_OR_RETURN(*c, Prepare(args, "ncclAllReduce"));
+  KOLO_ASSIGN_OR_RETURN(*c, Prepare(comm, args, "ncclAllReduce"));
   // Made even for an empty call: making the communicator is collective, and every rank must
   // make it at the same call.
   KOLO_ASSIGN_OR_RETURN(NcclLease nc, LeaseNcclComm(comm, c->device));
   if (args.count == 0) return Status::OK();
   CudaDeviceScope scope(c->device);
-  KOLO_NCCL_CALL(c->api, AllReduce, args.send, args.recv, args.count, c->dtype, c->op, nc.get(),
-                 c->stream);
+  KOLO_RETURN_IF_ERROR(nc.Settle(
+      c->api->AllReduce(args.send, args.recv, args.count, c->dtype, c->op, nc.get(), c->stream),
+      "ncclAllReduce"));
   return Status::OK();
 }
 
@@ -96,7 +97,7 @@ Status RunNcclHierarchicalAllreduce(Communicator& comm, const AllreduceArgs& arg
                               std::to_string(owners) + " to " +
                               std::to_string(node->map.max_local_size()) + " GPUs)");
   }
-  KOLO_ASSIGN_OR_RETURN(Call c, Prepare(args, "nccl_hierarchical"));
+  KOLO_ASSIGN_OR_RETURN(Call c, Prepare(comm, args, "nccl_hierarchical"));
   NcclCommunicator local(*node->local, c.device);
   NcclCommunicator cross(*node->cross, c.device);
   // The slice's scratch on the device, kept and grown per device (first touch is not free).

@@ -16,7 +16,7 @@ Status DeviceAllgather(Communicator& comm, const CollectiveChoice& choice, int d
                        const void* input, const std::vector<size_t>& part_bytes, void* ready_event,
                        DeviceOpResult* result) {
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(comm, device, ready_event));
   CollectiveInput in;
   in.memory = MemoryKind::kCuda;
   KOLO_ASSIGN_OR_RETURN(const AllgatherEntry* entry, choice.PickAllgather(in));

@@ -17,7 +17,7 @@ Status DeviceAlltoall(Communicator& comm, const CollectiveChoice& choice, int de
                       const std::vector<size_t>& recv_bytes, void* ready_event,
                       DeviceOpResult* result) {
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(comm, device, ready_event));
   CollectiveInput in;
   in.memory = MemoryKind::kCuda;
   KOLO_ASSIGN_OR_RETURN(const AlltoallEntry* entry, choice.PickAlltoall(in));

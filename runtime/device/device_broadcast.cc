@@ -16,7 +16,7 @@ namespace kolo {
 Status DeviceBroadcast(Communicator& comm, const CollectiveChoice& choice, int device,
                        const void* input, void* output, size_t bytes, int root, void* ready_event) {
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(comm, device, ready_event));
   if (bytes == 0) return Status::OK();
   CollectiveInput in;
   in.memory = MemoryKind::kCuda;

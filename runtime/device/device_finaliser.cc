@@ -64,6 +64,10 @@ class CudaEventProbe : public CompletionProbe {
     for (const NcclWatch& w : watches_) AbortNccl(w);
   }
 
+  // The stream has passed the completion event, so nothing of the work still runs; an error of
+  // the event counts as passed (the stream will not run it).
+  bool Drained() override { return cudaEventQuery(event_) != cudaErrorNotReady; }
+
  private:
   cudaEvent_t event_;
   int device_;
@@ -73,9 +77,9 @@ class CudaEventProbe : public CompletionProbe {
   bool device_set_ = false;
 };
 
-StatusOr<cudaEvent_t> RecordCompletionEvent(int device) {
+StatusOr<cudaEvent_t> RecordCompletionEvent(const Communicator& comm, int device) {
   CudaDeviceScope scope(device);
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(device));
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, KoloStream(comm, device));
   cudaEvent_t event = nullptr;
   KOLO_CUDA_CALL(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   const cudaError_t e = cudaEventRecord(event, stream);
@@ -91,7 +95,12 @@ StatusOr<cudaEvent_t> RecordCompletionEvent(int device) {
 void EnqueueDeviceCompletion(Finaliser& finaliser, int device,
                              const std::vector<Communicator*>& watched, const std::string& what,
                              Finaliser::Callback done) {
-  auto event = RecordCompletionEvent(device);
+  if (watched.empty()) {
+    finaliser.EnqueueOutcome(InternalError(what + ": no communicator to wait for"),
+                             std::move(done));
+    return;
+  }
+  auto event = RecordCompletionEvent(*watched.front(), device);
   if (!event.ok()) {
     finaliser.EnqueueOutcome(Status(event.status()).AddContext(what), std::move(done));
     return;

@@ -9,9 +9,11 @@
 // asynchronous error of each watched communicator's NCCL communicator on that device, and
 // about once a second each watched communicator's CheckLiveness (the peer watch: "rank 1 (pid
 // 124 on host) is gone"). On a failure the watched NCCL communicators are aborted
-// (ncclCommAbort), so the stream drains instead of hanging, and the callback gets the error
-// (kUnavailable for a lost peer) with the work's name for context. Work enqueued on an NCCL
-// communicator that was aborted meanwhile (by an earlier failure) fails too: its result is lost.
+// (ncclCommAbort), so the stream drains instead of hanging, and once it has (the event has
+// passed, or the finaliser's drain timeout) the callback gets the error (kUnavailable for a lost
+// peer) with the work's name for context: the caller's buffers are its own again only then. Work
+// enqueued on an NCCL communicator that was aborted meanwhile (by an earlier failure) fails too:
+// its result is lost.
 //
 // Generic on purpose: any device operation (all-reduce, broadcast, and the all-gather,
 // all-to-all and reduce-scatter of CUDA tensors) completes through EnqueueDeviceCompletion.
@@ -26,7 +28,8 @@
 
 namespace kolo {
 
-// Records the completion event on kolo's stream of `device` and queues `done` on `finaliser`
+// Records the completion event on kolo's stream of `device` (that of watched.front()'s process
+// set) and queues `done` on `finaliser`
 // behind every earlier item: it runs on the finaliser's thread with OK once everything enqueued
 // on that stream before this call has finished, or with the error. `watched`: the kolo
 // Communicators whose NCCL communicators (on `device`) carry the work, and whose liveness

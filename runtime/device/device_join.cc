@@ -19,8 +19,9 @@ namespace kolo {
 
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
 
-Status DeviceJoinedAllreduceJob(const Response& response, const std::vector<TensorEntry>& entries,
-                                int device, std::vector<void*>* ready_events, AllreduceJob* job,
+Status DeviceJoinedAllreduceJob(const Communicator& comm, const Response& response,
+                                const std::vector<TensorEntry>& entries, int device,
+                                std::vector<void*>* ready_events, AllreduceJob* job,
                                 JoinedScratch* scratch) {
   const std::string what = "allreduce '" + response.names[0] + "' (this rank has joined)";
   // Every event is consumed, whatever fails.
@@ -28,7 +29,7 @@ Status DeviceJoinedAllreduceJob(const Response& response, const std::vector<Tens
   Status waited;
   for (void*& ev : *ready_events) {
     if (waited.ok()) {
-      auto s = StreamAfterReadyEvent(device, ev);
+      auto s = StreamAfterReadyEvent(comm, device, ev);
       if (s.ok()) {
         stream = *s;
       } else {
@@ -41,7 +42,7 @@ Status DeviceJoinedAllreduceJob(const Response& response, const std::vector<Tens
   }
   KOLO_RETURN_IF_ERROR(waited.AddContext(what));
   if (stream == nullptr) {
-    KOLO_ASSIGN_OR_RETURN(stream, StreamAfterReadyEvent(device, nullptr));
+    KOLO_ASSIGN_OR_RETURN(stream, StreamAfterReadyEvent(comm, device, nullptr));
   }
   if (response.counts.size() != entries.size()) {
     return InternalError(what + ": the Response has " + std::to_string(response.counts.size()) +
@@ -95,7 +96,8 @@ Status DeviceJoinedAllreduceJob(const Response& response, const std::vector<Tens
 
 #else
 
-Status DeviceJoinedAllreduceJob(const Response&, const std::vector<TensorEntry>&, int device,
+Status DeviceJoinedAllreduceJob(const Communicator&, const Response&,
+                                const std::vector<TensorEntry>&, int device,
                                 std::vector<void*>* ready_events, AllreduceJob*, JoinedScratch*) {
   for (void*& ev : *ready_events) {
     DestroyReadyEvent(ev);

@@ -11,18 +11,20 @@
 
 namespace kolo {
 
-void ReleaseAfterKoloStream(int device, std::unique_ptr<void, BufferFree> memory) {
+void ReleaseAfterKoloStream(const Communicator& comm, int device,
+                            std::unique_ptr<void, BufferFree> memory) {
   if (!memory) return;
 #if KOLO_WITH_CUDA && KOLO_WITH_NCCL
   if (memory.get_deleter().stream_ordered) {
     // The stream exists: this memory was taken in its order.
-    auto stream = KoloStream(device);
+    auto stream = KoloStream(comm, device);
     if (stream.ok()) {
       FreeOnStream(device, *stream, memory.release());
       return;
     }
   }
 #endif
+  (void)comm;
   (void)device;
   memory.reset();  // cudaMalloc'd (the deleter's cudaFree), or no CUDA in the build
 }

@@ -39,10 +39,12 @@ struct DeviceOpResult {
   std::unique_ptr<void, BufferFree> staging;
 };
 
-// Gives back device memory of a DeviceOpResult once the work on kolo's stream of `device`
-// before this call no longer needs it: stream-ordered memory with cudaFreeAsync on that
-// stream (never waits), cudaMalloc'd memory with cudaFree. Any thread; a no-op for nullptr.
-void ReleaseAfterKoloStream(int device, std::unique_ptr<void, BufferFree> memory);
+// Gives back device memory of a DeviceOpResult once the work on kolo's stream of `comm`'s
+// process set on `device` before this call no longer needs it: stream-ordered memory with
+// cudaFreeAsync on that stream (never waits), cudaMalloc'd memory with cudaFree. Any thread; a
+// no-op for nullptr.
+void ReleaseAfterKoloStream(const Communicator& comm, int device,
+                            std::unique_ptr<void, BufferFree> memory);
 
 // Broadcast of `bytes` from `root`: its input, copied to its output when they differ, into
 // every rank's output. Enqueues only.

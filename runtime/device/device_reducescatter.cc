@@ -116,7 +116,7 @@ Status DeviceReducescatter(Communicator& comm, const CollectiveChoice& choice, i
     return InternalError(std::to_string(counts.size()) + " parts for " +
                          std::to_string(comm.Size()) + " ranks");
   }
-  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(device, ready_event));
+  KOLO_ASSIGN_OR_RETURN(cudaStream_t stream, StreamAfterReadyEvent(comm, device, ready_event));
   // Average goes on the wire as Sum, its division folded into the postscale.
   CollectiveInput in;
   in.memory = MemoryKind::kCuda;
@@ -130,7 +130,7 @@ Status DeviceReducescatter(Communicator& comm, const CollectiveChoice& choice, i
   // stream's order goes back in it now (the stream keeps it until the reduce-scatter has read
   // it); cudaMalloc'd staging stays with the result until the work is done (device_ops.h).
   if (staging && staging.get_deleter().stream_ordered) {
-    ReleaseAfterKoloStream(device, std::move(staging));
+    ReleaseAfterKoloStream(comm, device, std::move(staging));
   } else {
     result->staging = std::move(staging);
   }

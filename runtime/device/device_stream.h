@@ -17,16 +17,18 @@
 
 namespace kolo {
 
-// kolo's stream of `device`, ordered after `ready_event` (may be nullptr), which is destroyed
-// whatever happens. kFailedPrecondition when this process has no such device.
-inline StatusOr<cudaStream_t> StreamAfterReadyEvent(int device, void* ready_event) {
+// kolo's stream of `comm`'s process set on `device`, ordered after `ready_event` (may be
+// nullptr), which is destroyed whatever happens. kFailedPrecondition when this process has no
+// such device.
+inline StatusOr<cudaStream_t> StreamAfterReadyEvent(const Communicator& comm, int device,
+                                                    void* ready_event) {
   std::string why;
   if (CudaDeviceCount(&why) <= device) {
     DestroyReadyEvent(ready_event);
     return FailedPreconditionError("tensor on cuda:" + std::to_string(device) +
                                    ", but this process has no such CUDA device (" + why + ")");
   }
-  auto stream = KoloStream(device);
+  auto stream = KoloStream(comm, device);
   if (!stream.ok() || ready_event == nullptr) {
     DestroyReadyEvent(ready_event);
     return stream;
@@ -37,7 +39,7 @@ inline StatusOr<cudaStream_t> StreamAfterReadyEvent(int device, void* ready_even
   return stream;
 }
 
-// `bytes` on `device` for work on kolo's `stream` of it, owned by the returned pointer: from
+// `bytes` on `device` for work on kolo's `stream` there, owned by the returned pointer: from
 // the stream-ordered allocator where the device has one, else cudaMalloc (device_ops.h, "Memory",
 // says why and what each means for freeing).
 inline StatusOr<std::unique_ptr<void, BufferFree>> AllocateForKoloStream(int device,

@@ -136,14 +136,15 @@ void Runtime::ExecuteDeviceOutputOp(const Response& response, TensorEntry entry)
     // The output goes to a handle someone can still read it from. A failed operation's output
     // is never handed out, nor one whose handle nobody but this callback holds any more (its
     // caller dropped it unwaited; no one can get it back): either goes back in kolo's stream's
-    // order, behind whatever of the work may still be draining after an abort, instead of
-    // through its deleter, whose wait for the device would block this thread (device_ops.h).
+    // order, the stream of its last use.
     if (s.ok() && taken->handle.use_count() > 1) {
+      // Freed in the order of the caller's stream from now on (BufferFree::stream).
+      result->output.data.get_deleter().stream = taken->consumer_stream;
       taken->handle->output() = std::move(result->output);
     } else {
-      ReleaseAfterKoloStream(device, std::move(result->output.data));
+      ReleaseAfterKoloStream(*data_, device, std::move(result->output.data));
     }
-    ReleaseAfterKoloStream(device, std::move(result->staging));
+    ReleaseAfterKoloStream(*data_, device, std::move(result->staging));
     Finish(*taken, std::move(s));
   });
 }
@@ -152,6 +153,7 @@ void Runtime::ReleaseDeviceCommunicators() {
 #if KOLO_WITH_NCCL
   if (!data_) return;
   ForgetNcclComms(*data_);
+  ReleaseKoloStreams(*data_);
   if (const NodeContext* node = data_->node()) {
     if (node->local) ForgetNcclComms(*node->local);
     if (node->cross) ForgetNcclComms(*node->cross);

@@ -222,7 +222,7 @@ void CheckNccl() {
                                       " dtype x op cases");
   // kolo's path (pointer check, its stream, polled wait) against the raw call.
   auto nc = NcclCommFor(solo, 0);
-  auto stream = KoloStream(0);
+  auto stream = KoloStream(solo, 0);
   if (!nc.ok() || !stream.ok()) return;
   for (size_t mib : {1, 16, 256, 1024}) {
     const size_t count = mib << 18;  // float32
@@ -240,7 +240,9 @@ void CheckNccl() {
       return us[us.size() / 2];
     };
     const double raw = time_us([&] {
-      (*api)->AllReduce(d, d, count, ncclFloat32, ncclSum, *nc, *stream);
+      ncclResult_t r = (*api)->AllReduce(d, d, count, ncclFloat32, ncclSum, *nc, *stream);
+      // A non-blocking communicator (nccl_comm.h) may finish the call later.
+      while (r == ncclInProgress) (*api)->CommGetAsyncError(*nc, &r);
       cudaStreamSynchronize(*stream);
     });
     const double kolo = time_us(
@@ -259,7 +261,7 @@ void CheckNccl() {
 void CheckNcclExchange() {
   if (!Nccl().ok()) return;  // CheckNccl said why
   SoloCommunicator solo;
-  auto stream = KoloStream(0);
+  auto stream = KoloStream(solo, 0);
   if (!stream.ok()) {
     Row("NCCL all-gather / all-to-all / reduce-scatter", "FAIL", stream.status().message());
     ++g_failures;

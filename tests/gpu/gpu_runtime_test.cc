@@ -405,5 +405,28 @@ TEST(GpuRuntime, ShutdownCompletesDeviceHandlesInFlight) {
   for (float* p : d) cudaFree(p);
 }
 
+// An output handed to the caller is freed in the order of the stream it was submitted on, never
+// by waiting for the device: with other work still running on an unrelated stream, dropping it
+// returns at once (a device-wide wait here would stall every step of a training loop).
+TEST(GpuMemory, FreeingAnOutputDoesNotWaitForTheDevice) {
+  KOLO_SKIP_WITHOUT_GPU();
+  gpu_testing::ZerosBehindACopy busy(1024);  // 64 copies of 1 GiB on a stream of its own
+  ASSERT_TRUE(busy.ok());
+  cudaStream_t consumer = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);
+  auto p = AllocateOnStream(0, consumer, size_t{1} << 20);
+  if (p.status().code() == StatusCode::kUnimplemented) {
+    GTEST_SKIP() << p.status().message();
+  }
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(cudaMemsetAsync(*p, 0, size_t{1} << 20, consumer), cudaSuccess);
+  { std::unique_ptr<void, BufferFree> output(*p, BufferFree{0, true, consumer}); }
+  EXPECT_EQ(cudaStreamQuery(busy.framework()), cudaErrorNotReady)
+      << "dropping the output waited for the device";
+  EXPECT_EQ(cudaStreamSynchronize(consumer), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(busy.framework()), cudaSuccess);
+  cudaStreamDestroy(consumer);
+}
+
 }  // namespace
 }  // namespace kolo

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -15,14 +16,19 @@
 #include <vector>
 
 #include "collectives/cuda/device.h"
+#include "collectives/node_context.h"
 #include "collectives/reduce.h"
 #include "collectives/select/registry.h"
 #include "fusion/cuda/device_pack.h"
+#include "kolo/config.h"
 #include "runtime/device/device_ops.h"
 #include "runtime/operations.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "kolo/config.h"
 #include "unit/thread_world.h"
+
+#if KOLO_WITH_NCCL
+#include "collectives/nccl/nccl_comm.h"
+#endif
 
 namespace kolo {
 namespace {
@@ -191,6 +197,32 @@ TEST(GpuNccl, OneRankAllreduceEveryDtypeAndOp) {
     }
   });
 }
+
+#if KOLO_WITH_NCCL
+// Two process sets' device work never shares a stream: each set's runtime orders its own NCCL
+// calls, and on one stream those of two sets could interleave differently on different ranks
+// (a deadlock, NCCL says). A set's node communicators share its stream, keeping its
+// hierarchical steps in one order.
+TEST(GpuStreams, EachProcessSetHasItsOwnStreamAndItsNodeCommunicatorsShareIt) {
+  KOLO_SKIP_WITHOUT_GPU();
+  auto world = std::make_shared<LoopbackWorld>(1, std::chrono::seconds(10));
+  LoopbackCommunicator a(world, 0), b(world, 0);
+  auto sa = KoloStream(a, 0), sb = KoloStream(b, 0), sa2 = KoloStream(a, 0);
+  ASSERT_TRUE(sa.ok() && sb.ok() && sa2.ok()) << sa.status().ToString() << sb.status().ToString();
+  EXPECT_NE(*sa, *sb);
+  EXPECT_EQ(*sa, *sa2);
+  testing::RunOnThreadWorld(1, "1", [&](Communicator& comm) {
+    ASSERT_TRUE(comm.node() && comm.node()->local);
+    auto mine = KoloStream(comm, 0), local = KoloStream(*comm.node()->local, 0);
+    ASSERT_TRUE(mine.ok() && local.ok());
+    EXPECT_EQ(*mine, *local);
+    EXPECT_NE(*mine, *sa);
+    ReleaseKoloStreams(comm);
+  });
+  ReleaseKoloStreams(a);
+  ReleaseKoloStreams(b);
+}
+#endif
 
 // Host buffers given to the NCCL path: a clear error, not a crash.
 TEST(GpuNccl, HostBuffersAreRefused) {

@@ -1,7 +1,8 @@
 // The finaliser's queue and polling (runtime/finaliser.h), driven by fake probes instead of
 // CUDA events, so the logic the GPU path relies on is tested on every machine: completion in
 // enqueue order whatever order the work finishes in, failures (the work's own, liveness) with
-// an abort each, shutdown with work still pending (every callback runs once, Close returns in
+// an abort each and no callback before the aborted work has drained, shutdown with work still
+// pending (every callback runs once, Close returns in
 // bounded time), and many items from several threads.
 #include <gtest/gtest.h>
 
@@ -28,6 +29,8 @@ struct FakeWork {
   std::atomic<int> aborts{0};
   std::atomic<int> liveness_checks{0};
   std::atomic<bool> peer_gone{false};
+  std::atomic<bool> drained{true};  // false: aborted work still runs until the test says so
+  std::atomic<int> drain_polls{0};
 };
 
 class FakeProbe : public CompletionProbe {
@@ -51,6 +54,10 @@ class FakeProbe : public CompletionProbe {
                             : Status::OK();
   }
   void Abort() override { work_->aborts.fetch_add(1); }
+  bool Drained() override {
+    work_->drain_polls.fetch_add(1);
+    return work_->drained.load();
+  }
 
  private:
   std::shared_ptr<FakeWork> work_;
@@ -108,6 +115,48 @@ TEST(Finaliser, CompletesInEnqueueOrderWhateverOrderTheWorkFinishes) {
   for (const Status& s : log.status) EXPECT_TRUE(s.ok()) << s.ToString();
   for (const auto& w : work) EXPECT_EQ(w->aborts.load(), 0);
   EXPECT_EQ(f.pending(), 0u);
+}
+
+// The caller's buffers are its own again when its callback runs: after a failure, not before
+// the aborted work has left the device.
+TEST(Finaliser, AFailedItemCompletesOnlyOnceItsAbortedWorkHasDrained) {
+  Finaliser f(FastOptions());
+  Log log;
+  auto w = std::make_shared<FakeWork>();
+  w->drained = false;
+  f.Enqueue(std::make_unique<FakeProbe>(w), log.Record(0));
+  w->state = 2;
+  ASSERT_TRUE(WaitUntil([&] { return w->drain_polls.load() > 3; }));
+  EXPECT_EQ(w->aborts.load(), 1);
+  EXPECT_EQ(log.calls.load(), 0) << "the callback ran while the aborted work still ran";
+  w->drained = true;
+  f.Flush();
+  ASSERT_EQ(log.calls.load(), 1);
+  EXPECT_EQ(log.status[0].code(), StatusCode::kUnavailable);
+  EXPECT_EQ(log.status[0].message(), "NCCL (asynchronous) failed: remote process exited");
+}
+
+// A device that never drains still gives the callback its turn, in bounded time, saying so.
+TEST(Finaliser, WorkThatNeverDrainsCompletesAfterTheDrainTimeoutSayingSo) {
+  FinaliserOptions o = FastOptions();
+  o.drain_timeout = milliseconds(50);
+  Finaliser f(o);
+  Log log;
+  auto w = std::make_shared<FakeWork>();
+  w->drained = false;
+  w->peer_gone = true;
+  f.Enqueue(std::make_unique<FakeProbe>(w), log.Record(0));
+  const auto start = std::chrono::steady_clock::now();
+  f.Flush();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(5000));
+  ASSERT_EQ(log.calls.load(), 1);
+  EXPECT_EQ(w->aborts.load(), 1);
+  EXPECT_EQ(log.status[0].code(), StatusCode::kUnavailable);
+  EXPECT_NE(log.status[0].message().find("rank 1 (pid 124 on host) is gone; the aborted work had "
+                                         "still not drained from the device"),
+            std::string::npos)
+      << log.status[0].message();
+  EXPECT_NE(log.status[0].message().find("its output may still change"), std::string::npos);
 }
 
 TEST(Finaliser, CallbacksRunOnTheFinalisersThread) {

@@ -515,9 +515,10 @@ KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** dat
                                           int64_t* shape);
 
 /* Where the output of kolo_handle_output lives: *device = KOLO_DEVICE_HOST (-1) for host memory,
- * n >= 0 for memory on CUDA device n (the input's device; freed by kolo_handle_free, which
- * first waits for the device's work, as cudaFree does). Errors as kolo_handle_output,
- * KOLO_ERR_INVALID_ARGUMENT for NULL arguments. */
+ * n >= 0 for memory on CUDA device n (the input's device; kolo_handle_free frees it in the order
+ * of the stream the operation was submitted on, or of CUDA's legacy stream when none was given:
+ * work on other streams that uses it must be ordered before that call). Errors as
+ * kolo_handle_output, KOLO_ERR_INVALID_ARGUMENT for NULL arguments. */
 KOLO_API kolo_status_t kolo_handle_output_device(kolo_handle_t handle, int* device);
 
 /* The rows a completed kolo_alltoall_async received from each rank: splits[0..kolo_size())
