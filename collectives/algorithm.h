@@ -77,6 +77,19 @@ class StreamOrderedAllreduce {
  public:
   virtual ~StreamOrderedAllreduce() = default;
   virtual Status Enqueue(Communicator& comm, const AllreduceArgs& args) = 0;
+  // Whether EnqueueScaled can multiply a kSum of `dtype` over `ranks` ranks by `postscale` in the
+  // reduction itself, saving the caller a pass of its own over the result.
+  virtual bool FoldsPostscale(DataType dtype, double postscale, int ranks) const {
+    (void)dtype;
+    (void)ranks;
+    return postscale == 1.0;
+  }
+  // Enqueue of a kSum whose result comes out multiplied by `postscale`; only where
+  // FoldsPostscale says so (kUnimplemented otherwise).
+  virtual Status EnqueueScaled(Communicator& comm, const AllreduceArgs& args, double postscale) {
+    if (postscale != 1.0) return UnimplementedError("this algorithm cannot fold a postscale");
+    return Enqueue(comm, args);
+  }
 };
 
 }  // namespace kolo

@@ -64,17 +64,29 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
   in.bytes = total * es;
   in.op = op;
   KOLO_ASSIGN_OR_RETURN(AllreduceAlgorithm * algo, selector.Select(in));
+  // A stream-ordered algorithm (one ncclAllReduce) is only enqueued; the others (hierarchical)
+  // wait inside, on this thread.
+  auto* ordered = dynamic_cast<StreamOrderedAllreduce*>(algo);
 
+  const void* send = nullptr;
   void* data = nullptr;
   std::vector<DeviceSegment> pack, unpack;
   const bool direct = job.tensors.size() == 1 && job.prescale == 1.0;
+  // One tensor through NCCL: out of place (NCCL reads the input and writes the output, no copy
+  // first), with the postscale (Average's 1/size) in the reduction where NCCL can fold it, so
+  // the result is written once.
+  bool folded = false;
   if (direct) {
     const FusedTensor& t = job.tensors[0];
-    if (t.output != t.input) {
+    data = t.output;
+    send = t.output;
+    if (ordered != nullptr) {
+      send = t.input;
+      folded = postscale != 1.0 && ordered->FoldsPostscale(job.dtype, postscale, comm.Size());
+    } else if (t.output != t.input) {
       KOLO_CUDA_CALL(
           cudaMemcpyAsync(t.output, t.input, total * es, cudaMemcpyDeviceToDevice, stream));
     }
-    data = t.output;
   } else {
     // One fusion buffer per device, reused by every Response without the host waiting between
     // them: this Response's pack is enqueued on kolo's stream behind the previous Response's
@@ -96,6 +108,7 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
       size = total * es;
     }
     data = buf;
+    send = buf;
     // Tensor i's slot in the buffer, both ways: in with the prescale, out with the postscale.
     size_t at = 0;
     for (const FusedTensor& t : job.tensors) {
@@ -106,14 +119,13 @@ Status DeviceAllreduce::Run(Communicator& comm, const AllreduceSelector& selecto
     }
     KOLO_RETURN_IF_ERROR(BatchedScaleCopy(pack, job.dtype, job.prescale, stream));
   }
-  const AllreduceArgs args{data, data, total, job.dtype, op};
-  // A stream-ordered algorithm (one ncclAllReduce) is only enqueued; the others (hierarchical)
-  // wait inside, on this thread.
-  auto* ordered = dynamic_cast<StreamOrderedAllreduce*>(algo);
-  KOLO_RETURN_IF_ERROR((ordered ? ordered->Enqueue(comm, args) : algo->Run(comm, args))
-                           .AddContext(std::string(algo->Name())));
+  const AllreduceArgs args{send, data, total, job.dtype, op};
+  Status ran = folded    ? ordered->EnqueueScaled(comm, args, postscale)
+               : ordered ? ordered->Enqueue(comm, args)
+                         : algo->Run(comm, args);
+  KOLO_RETURN_IF_ERROR(ran.AddContext(std::string(algo->Name())));
   if (direct) {
-    if (postscale != 1.0) {
+    if (postscale != 1.0 && !folded) {
       KOLO_RETURN_IF_ERROR(BatchedScaleCopy({{data, data, total}}, job.dtype, postscale, stream));
     }
   } else {

@@ -1,5 +1,6 @@
 #include "runtime/finaliser.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -151,9 +152,18 @@ Status Finaliser::Await(Item& item) {
 Status Finaliser::AbortAndDrain(CompletionProbe& probe, Status error) {
   probe.Abort();
   const Clock::time_point start = Clock::now();
+  Clock::time_point until = start + options_.drain_timeout;
+  // While closing, no later than Close's deadline: shutdown stays bounded by it, however many
+  // items fail.
+  const int64_t close_ns = deadline_ns_.load(std::memory_order_relaxed);
+  if (close_ns != std::numeric_limits<int64_t>::max()) {
+    const Clock::time_point close(
+        std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(close_ns)));
+    until = std::max(start, std::min(until, close));
+  }
   while (!probe.Drained()) {
     const Clock::time_point now = Clock::now();
-    if (now - start >= options_.drain_timeout) {
+    if (now >= until) {
       const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
       return Status(error.code(), error.message() +
                                       "; the aborted work had still not drained from the device " +

@@ -67,8 +67,9 @@ struct FinaliserOptions {
   std::chrono::microseconds spin{200};
   std::chrono::microseconds sleep{50};
   // How long a failed item's aborted work may take to drain (Drained) before its callback runs
-  // anyway, with an error that says the output may still change. An aborted NCCL
-  // communicator's kernels return within milliseconds; this bounds a device that does not.
+  // anyway, with an error that says the output may still change; once closing, no later than
+  // Close's deadline. An aborted NCCL communicator's kernels return within milliseconds; this
+  // bounds a device that does not.
   std::chrono::milliseconds drain_timeout{10000};
 };
 

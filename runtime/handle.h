@@ -30,7 +30,7 @@ struct BufferFree {
   // The stream whose work is the memory's last use: for an output handed to the caller, the
   // stream it submitted on (CUDA's legacy stream when none), as a framework's allocator frees a
   // tensor in the order of the stream it was made on; work on other streams must be ordered
-  // before the tensor is dropped, as for the framework's own tensors (torch's record_stream).
+  // before that stream's next work before the tensor is dropped (torch's wait_stream).
   void* stream = nullptr;
   void operator()(void* p) const;
 };

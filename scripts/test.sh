@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs to test kolo: set-up (packages, configure, build), then every
-# ctest test: unit tests, the MPI suites at 2, 3 and 4 ranks, the install test; then the
+# ctest test: unit tests (two at a time), then the MPI suites at 2, 3 and 4 ranks, the install
+# test and the rest (one at a time); then the
 # sanitizer and fuzz stages of scripts/sanitize.sh (unit tests under ASan+UBSan and the MPI
 # suites at 2 ranks, the thread-world tests under TSan, a 30 s fuzz run of the wire decoders).
 # Each stage prints a line when it starts and one with its time when it ends. Exits non-zero at
@@ -30,11 +31,22 @@ stage() {
   kolo_log "=== ${name}: passed in $((SECONDS - t0)) s"
 }
 
+ctest_run() {
+  kolo_run ctest --test-dir "${KOLO_BUILD_DIR}" --output-on-failure --no-tests=error \
+    --timeout "${KOLO_TEST_TIMEOUT:-600}" "$@"
+}
+
 start=${SECONDS}
 stage set-up kolo_run "${KOLO_ROOT}/scripts/setup.sh"
-# Serial on purpose: the MPI tests oversubscribe 2 cores with up to 4 ranks already.
-stage ctest kolo_run ctest --test-dir "${KOLO_BUILD_DIR}" --output-on-failure --no-tests=error \
-  --timeout "${KOLO_TEST_TIMEOUT:-600}" "$@"
+if (($# > 0)); then
+  stage ctest ctest_run "$@"
+else
+  # The unit tests (label unit: one process each, ranks as threads) two at a time: ~1400 short
+  # processes, whose start-up is most of their time. The rest serially, on purpose: the MPI
+  # tests oversubscribe 2 cores with up to 4 ranks already.
+  stage ctest-unit ctest_run -L unit -j 2
+  stage ctest ctest_run -LE unit
+fi
 read -r -a sanitize_stages <<<"${KOLO_SANITIZE_STAGES-address thread fuzz}"
 if ((${#sanitize_stages[@]} > 0)); then
   # sanitize.sh prints its own line per stage.

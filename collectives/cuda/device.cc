@@ -157,6 +157,9 @@ void FreeDeviceMemory(int device, void* p) {
 
 namespace {
 
+// What kolo's pool keeps of the memory given back (device.h, AllocateOnStream).
+constexpr uint64_t kKoloPoolKeepsBytes = uint64_t{1} << 30;
+
 // kolo's pool of `device` (device.h, AllocateOnStream), made on first use and kept for the
 // process; nullptr with *error set when CUDA refuses.
 cudaMemPool_t KoloPool(int device, cudaError_t* error) {
@@ -172,8 +175,8 @@ cudaMemPool_t KoloPool(int device, cudaError_t* error) {
   cudaMemPool_t pool = nullptr;
   *error = cudaMemPoolCreate(&pool, &props);
   if (*error != cudaSuccess) return nullptr;
-  uint64_t keep_all = UINT64_MAX;
-  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all);
+  uint64_t keep = kKoloPoolKeepsBytes;
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
   pools->emplace(device, pool);
   return pool;
 }
@@ -224,7 +227,13 @@ StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes) {
 void FreeOnStream(int device, void* stream, void* p) {
   if (p == nullptr) return;
   CudaDeviceScope scope(device);
-  cudaFreeAsync(p, static_cast<cudaStream_t>(stream));
+  if (cudaFreeAsync(p, static_cast<cudaStream_t>(stream)) != cudaSuccess) {
+    // The stream is gone (destroyed by its owner) or broken: free after the device instead
+    // of leaking.
+    cudaGetLastError();
+    cudaDeviceSynchronize();
+    cudaFree(p);
+  }
 }
 
 void FreeStreamOrderedMemory(int device, void* p) {

@@ -64,18 +64,21 @@ void DestroyReadyEvent(void* event);
 
 // Memory for kolo's own streams, from CUDA's stream-ordered allocator (cudaMallocFromPoolAsync
 // from kolo's own pool of the device, so the process's default pool keeps its settings), which
-// neither allocation nor release synchronizes. The pool keeps what is given back (its release
-// threshold is unlimited, as PyTorch's cudaMallocAsync backend sets it: with CUDA's default of
-// 0 every synchronization would return the memory to the driver, and the next allocation would
-// map it afresh); when an allocation finds the device full, the pool's unused memory goes back
-// to the driver and the allocation is tried once more. `bytes` (at least 1) on `device`, usable by
+// neither allocation nor release synchronizes. The pool keeps up to 1 GiB of what is given
+// back for the next allocations (its release threshold: with CUDA's default of 0 every
+// synchronization would return the memory to the driver, and the next step's outputs would be
+// mapped afresh), and returns the rest at the next synchronization, so its peak (one large
+// all-gather) does not stay away from the framework's allocator; when an allocation finds the
+// device full, the pool's unused memory goes back to the driver and the allocation is tried
+// once more. `bytes` (at least 1) on `device`, usable by
 // work enqueued on `stream` (a cudaStream_t of that device) after this call, and by anything else
 // once the host has seen such work finish. kUnimplemented where the device has no stream-ordered
 // allocator (cudaDevAttrMemoryPoolsSupported is 0: some virtualised GPUs), so the caller can fall
 // back to AllocateDeviceMemory; kResourceExhausted as AllocateDeviceMemory.
 StatusOr<void*> AllocateOnStream(int device, void* stream, size_t bytes);
 // Gives memory from AllocateOnStream back once `stream` gets there (cudaFreeAsync): for memory
-// whose every use so far was enqueued on `stream` or has finished. Never waits. Any thread.
+// whose every use so far was enqueued on `stream` or has finished. Never waits, unless CUDA
+// refuses the stream (destroyed meanwhile): then it frees after the device's work. Any thread.
 void FreeOnStream(int device, void* stream, void* p);
 // Frees memory from AllocateOnStream whose last uses kolo cannot see and no stream orders:
 // waits for the device first (cudaDeviceSynchronize), as cudaFree does implicitly for

@@ -94,4 +94,21 @@ Status NcclAllreduce::Enqueue(Communicator& comm, const AllreduceArgs& args) {
   return EnqueueNcclAllreduce(comm, args);
 }
 
+NcclPostscale NcclPostscaleFor(DataType dtype, double postscale, int ranks) {
+  if (!IsFloatingPoint(dtype) || postscale == 1.0) return NcclPostscale::kNone;
+  // The same expression as LowerReduce's Average, so Average matches exactly.
+  if (ranks > 0 && postscale == 1.0 / ranks) return NcclPostscale::kAverage;
+  if (dtype == DataType::kFloat32 || dtype == DataType::kFloat64) return NcclPostscale::kPreMulSum;
+  return NcclPostscale::kNone;
+}
+
+bool NcclAllreduce::FoldsPostscale(DataType dtype, double postscale, int ranks) const {
+  return postscale == 1.0 || NcclPostscaleFor(dtype, postscale, ranks) != NcclPostscale::kNone;
+}
+
+Status NcclAllreduce::EnqueueScaled(Communicator& comm, const AllreduceArgs& args,
+                                    double postscale) {
+  return EnqueueNcclAllreduce(comm, args, postscale);
+}
+
 }  // namespace kolo

@@ -49,6 +49,15 @@ enum class NcclAllreduceAlgorithm {
 // per collective), of which the all-reduce's counts.
 NcclAllreduceAlgorithm ParseNcclAlgo(std::string_view nccl_algo);
 
+// How NCCL multiplies a sum by a postscale in the reduction itself: ncclAvg when the postscale
+// is 1/ranks (Average; every floating dtype), an ncclRedOpCreatePreMulSum operator with the
+// postscale for float32 and float64 (each rank's input times the factor, then the sum: equal in
+// exact arithmetic, rounded differently by at most an ulp or so), or not at all: integers
+// truncate after the sum, and float16/bfloat16 would need the factor in their own type, which
+// rounds it (the caller then scales in a pass of its own, in float32).
+enum class NcclPostscale { kNone, kAverage, kPreMulSum };
+NcclPostscale NcclPostscaleFor(DataType dtype, double postscale, int ranks);
+
 class NcclAllreduce : public AllreduceAlgorithm, public StreamOrderedAllreduce {
  public:
   explicit NcclAllreduce(NcclAllreduceAlgorithm algorithm = NcclAllreduceAlgorithm::kEither)
@@ -59,6 +68,8 @@ class NcclAllreduce : public AllreduceAlgorithm, public StreamOrderedAllreduce {
   double EstimateMicros(const SelectionInput& in) const override;
   Status Run(Communicator& comm, const AllreduceArgs& args) override;
   Status Enqueue(Communicator& comm, const AllreduceArgs& args) override;
+  bool FoldsPostscale(DataType dtype, double postscale, int ranks) const override;
+  Status EnqueueScaled(Communicator& comm, const AllreduceArgs& args, double postscale) override;
 
   // The two formulas above, for the estimate and its tests; the tree is negative (not run) on
   // one node.

@@ -92,7 +92,7 @@ void AbortHeld(const Key& key, uint64_t generation) {
   AbortComm(nc, key.second);
 }
 
-// Aborts and forgets `key`'s communicator: any, or only that of `generation` (> 0).
+// Aborts `key`'s communicator (any, or only that of `generation` > 0), leaving its tombstone.
 void Abort(const Key& key, uint64_t generation = 0) {
   std::shared_ptr<NcclGuard> guard;
   {
@@ -121,7 +121,7 @@ Status PollInProgress(const NcclApi* api, ncclComm_t nc, Communicator& comm, int
     const ncclResult_t q = api->CommGetAsyncError(nc, &state);
     if (q != ncclSuccess) return NcclError(q, "ncclCommGetAsyncError").AddContext(what);
     if (state == ncclSuccess) return Status::OK();
-    if (state != ncclInProgress) return NcclError(state, what);
+    if (state != ncclInProgress) return NcclError(state, what).AddContext(Where(comm, device));
     if (abort_requested != nullptr && abort_requested->load(std::memory_order_acquire)) {
       return UnavailableError(std::string(what) + ": " + Where(comm, device) +
                               " was aborted after a failure elsewhere while NCCL was connecting");
@@ -215,6 +215,8 @@ StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
   KOLO_RETURN_IF_ERROR(
       comm.Broadcast(&boot, sizeof(boot), 0).AddContext("broadcast of the ncclUniqueId"));
   if (!boot.ok) {
+    // Every rank learns this from the broadcast alike, so none holds a communicator: a later
+    // operation may try again on all of them.
     if (comm.Rank() == 0) return NcclError(made, "ncclGetUniqueId");
     return UnavailableError("rank 0 could not make an ncclUniqueId (see its error)");
   }
@@ -234,6 +236,12 @@ StatusOr<ncclComm_t> NcclCommFor(Communicator& comm, int device) {
   }
   if (!made_status.ok()) {
     if (nc != nullptr) AbortComm(nc, device);
+    // A tombstone, as after any abort: the peers whose set-up finished hold theirs, so this
+    // rank must not start another set-up on its own.
+    std::lock_guard<std::mutex> lock(g_mu);
+    Entry& entry = Comms()[Key(comm.serial(), device)];
+    entry.nc = nullptr;
+    entry.generation = ++g_last_generation;
     return made_status.AddContext("making " + Where(comm, device));
   }
   std::lock_guard<std::mutex> lock(g_mu);
@@ -284,8 +292,8 @@ StatusOr<NcclLease> LeaseNcclComm(Communicator& comm, int device) {
   if (!guard) return UnavailableError(Where(comm, device) + " was released");
   NcclLease lease(&comm, device, generation, std::move(guard), nc);
   {
-    // Only the thread that makes communicators (this one) could make a fresh one for this
-    // Communicator, so comparing pointers is enough here.
+    // An abort between NcclCommFor and the lock leaves a tombstone (nc == nullptr), and nothing
+    // makes another for this Communicator, so comparing pointers is enough here.
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = Comms().find({comm.serial(), device});
     if (it == Comms().end() || it->second.nc != nc) {

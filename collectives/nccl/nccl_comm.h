@@ -110,8 +110,7 @@ NcclWatch WatchNccl(Communicator& comm, int device);
 // kUnavailable when it was aborted since the watch was taken (the work on it was lost).
 // Thread-safe; never blocks on the GPU.
 Status CheckNccl(const NcclWatch& watch);
-// Aborts and forgets the watched communicator, unless it was already (a fresh one made since
-// is left alone). Thread-safe.
+// Aborts the watched communicator (leaving its tombstone), unless it was already. Thread-safe.
 void AbortNccl(const NcclWatch& watch);
 
 // Blocks (polling, yielding the core) until the work enqueued so far on `stream` finishes;

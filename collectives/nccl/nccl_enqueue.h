@@ -57,6 +57,4 @@ inline Status EndNcclGroup(NcclEnqueue& e, Status body) {
 #define KOLO_NCCL_ENQUEUE(e, fn, ...) \
   KOLO_RETURN_IF_ERROR((e).lease->Settle((e).api->fn(__VA_ARGS__), "nccl" #fn))
 
-namespace kolo {}  // namespace kolo
-
 #endif  // KOLO_COLLECTIVES_NCCL_NCCL_ENQUEUE_H_

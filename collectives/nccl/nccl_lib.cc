@@ -46,6 +46,8 @@ Loaded Load() {
   Resolve(lib, "ncclBroadcast", &a.Broadcast, &missing);
   Resolve(lib, "ncclSend", &a.Send, &missing);
   Resolve(lib, "ncclRecv", &a.Recv, &missing);
+  Resolve(lib, "ncclRedOpCreatePreMulSum", &a.RedOpCreatePreMulSum, &missing);
+  Resolve(lib, "ncclRedOpDestroy", &a.RedOpDestroy, &missing);
   Resolve(lib, "ncclGroupStart", &a.GroupStart, &missing);
   Resolve(lib, "ncclGroupEnd", &a.GroupEnd, &missing);
   Resolve(lib, "ncclGetErrorString", &a.GetErrorString, &missing);

@@ -5,14 +5,16 @@
 #if KOLO_WITH_NCCL
 #include "collectives/cuda/cuda_call.h"
 #include "collectives/cuda/device.h"
-#include "collectives/nccl/nccl_comm.h"
-#include "collectives/nccl/nccl_lib.h"
 #include "collectives/hierarchical_composition.h"
+#include "collectives/nccl/nccl_allreduce.h"
+#include "collectives/nccl/nccl_comm.h"
 #include "collectives/nccl/nccl_communicator.h"
+#include "collectives/nccl/nccl_lib.h"
 #include "collectives/node_context.h"
 
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 #endif
 
@@ -56,30 +58,51 @@ StatusOr<Call> Prepare(const Communicator& comm, const AllreduceArgs& args, cons
 
 namespace {
 
-// ncclAllReduce enqueued on kolo's stream; *c says where (device and stream) for the wait.
-Status EnqueueFlat(Communicator& comm, const AllreduceArgs& args, Call* c) {
+// ncclAllReduce enqueued on kolo's stream, its sum times `postscale` (NcclPostscaleFor); *c
+// says where (device and stream) for the wait.
+Status EnqueueFlat(Communicator& comm, const AllreduceArgs& args, double postscale, Call* c) {
   KOLO_ASSIGN_OR_RETURN(*c, Prepare(comm, args, "ncclAllReduce"));
+  const NcclPostscale fold = NcclPostscaleFor(args.dtype, postscale, comm.Size());
+  if (postscale != 1.0 && (args.op != ReduceOp::kSum || fold == NcclPostscale::kNone)) {
+    return UnimplementedError(
+        "ncclAllReduce cannot multiply a " + std::string(ReduceOpName(args.op)) + " of " +
+        std::string(DataTypeName(args.dtype)) + " by " + std::to_string(postscale));
+  }
   // Made even for an empty call: making the communicator is collective, and every rank must
   // make it at the same call.
   KOLO_ASSIGN_OR_RETURN(NcclLease nc, LeaseNcclComm(comm, c->device));
   if (args.count == 0) return Status::OK();
   CudaDeviceScope scope(c->device);
-  KOLO_RETURN_IF_ERROR(nc.Settle(
-      c->api->AllReduce(args.send, args.recv, args.count, c->dtype, c->op, nc.get(), c->stream),
-      "ncclAllReduce"));
-  return Status::OK();
+  ncclRedOp_t op = c->op;
+  if (fold == NcclPostscale::kAverage) {
+    op = ncclAvg;
+  } else if (fold == NcclPostscale::kPreMulSum) {
+    // The factor in the dtype's own type, read by the host during the call.
+    float f32 = static_cast<float>(postscale);
+    double f64 = postscale;
+    void* scalar = args.dtype == DataType::kFloat32 ? static_cast<void*>(&f32) : &f64;
+    KOLO_RETURN_IF_ERROR(nc.Settle(
+        c->api->RedOpCreatePreMulSum(&op, scalar, c->dtype, ncclScalarHostImmediate, nc.get()),
+        "ncclRedOpCreatePreMulSum"));
+  }
+  Status enqueued = nc.Settle(
+      c->api->AllReduce(args.send, args.recv, args.count, c->dtype, op, nc.get(), c->stream),
+      "ncclAllReduce");
+  // An operator may go as soon as the last call given it has returned (NCCL's documentation).
+  if (fold == NcclPostscale::kPreMulSum && enqueued.ok()) c->api->RedOpDestroy(op, nc.get());
+  return enqueued;
 }
 
 }  // namespace
 
-Status EnqueueNcclAllreduce(Communicator& comm, const AllreduceArgs& args) {
+Status EnqueueNcclAllreduce(Communicator& comm, const AllreduceArgs& args, double postscale) {
   Call c;
-  return EnqueueFlat(comm, args, &c);
+  return EnqueueFlat(comm, args, postscale, &c);
 }
 
 Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args) {
   Call c;
-  KOLO_RETURN_IF_ERROR(EnqueueFlat(comm, args, &c));
+  KOLO_RETURN_IF_ERROR(EnqueueFlat(comm, args, 1.0, &c));
   if (args.count == 0) return Status::OK();
   return WaitForNccl(comm, c.device, c.stream, "ncclAllReduce");
 }
@@ -131,7 +154,7 @@ Status RunNcclAllreduce(Communicator&, const AllreduceArgs&) {
   return UnimplementedError("kolo was built without NCCL (KOLO_WITH_NCCL=OFF)");
 }
 
-Status EnqueueNcclAllreduce(Communicator&, const AllreduceArgs&) {
+Status EnqueueNcclAllreduce(Communicator&, const AllreduceArgs&, double) {
   return UnimplementedError("kolo was built without NCCL (KOLO_WITH_NCCL=OFF)");
 }
 

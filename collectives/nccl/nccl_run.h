@@ -13,7 +13,9 @@ namespace kolo {
 Status RunNcclAllreduce(Communicator& comm, const AllreduceArgs& args);
 // The same, enqueued on kolo's stream of the buffers' device without waiting for it
 // (StreamOrderedAllreduce): the caller waits, watching the NCCL communicator of (comm, device).
-Status EnqueueNcclAllreduce(Communicator& comm, const AllreduceArgs& args);
+// A `postscale` other than 1 (args.op kSum) multiplies the result in the reduction
+// (NcclPostscaleFor, nccl_allreduce.h); kUnimplemented where NCCL cannot.
+Status EnqueueNcclAllreduce(Communicator& comm, const AllreduceArgs& args, double postscale = 1.0);
 
 // ncclReduceScatter over comm.node()->local, ncclAllReduce of the slice over ->cross,
 // ncclAllGather over ->local; args.count must divide by the local size (Supports checks).

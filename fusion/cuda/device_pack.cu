@@ -1,7 +1,9 @@
-// One kernel for many tensors: the segment table is the kernel's argument; blockIdx.y picks the
-// segment, blocks along x stride over its elements. Small tensors cost a few idle blocks, big
-// ones get up to kBlocksPerSegment blocks, so one launch covers a ResNet-50-like layout
-// (hundreds of tensors from 256 B to MiBs) near copy bandwidth.
+// One kernel for many tensors: the segment table is the kernel's argument, and the blocks
+// stride over the tiles of all segments together (a tile: kTileBytes of one segment), so the
+// grid is sized by the total, not by the longest tensor, and a launch of hundreds of small
+// tensors (a ResNet-50-like layout, 256 B to MiBs) keeps every block busy. Within a tile each
+// thread moves 16 bytes per load and store (one uint4) when both sides are 16-byte aligned, as
+// the fusion buffer's slots and framework allocations are, and one element at a time otherwise.
 #include "fusion/cuda/device_pack.h"
 
 #include <cuda_bf16.h>
@@ -19,12 +21,22 @@ namespace kolo {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kBlocksPerSegment = 256;
+// 16 KiB per tile: 4 uint4 per thread, enough to hide a load's latency, small enough that a
+// 256-byte tensor costs one mostly idle tile and nothing more.
+constexpr size_t kTileBytes = 16384;
+// A few waves of blocks on the largest GPUs (132 SMs x 8 blocks of 256 threads); more would
+// only queue.
+constexpr size_t kMaxBlocks = 1024;
 
 struct SegmentTable {
   int n;
   DeviceSegment seg[kMaxSegmentsPerLaunch];
+  // first_tile[i]: tiles of the segments before i; first_tile[n] is the launch's total (32
+  // bits, so the table stays under the parameter limit: 2^32 tiles are 64 TiB).
+  uint32_t first_tile[kMaxSegmentsPerLaunch + 1];
 };
+static_assert(sizeof(SegmentTable) + sizeof(double) <= 4096,
+              "the kernel's arguments must stay under CUDA's 4 KiB parameter limit");
 
 // Element conversions: load as the compute type, scale, store back.
 template <typename T>
@@ -84,30 +96,77 @@ KOLO_INT_SCALED(int64_t)
 #undef KOLO_INT_SCALED
 
 template <typename T, bool kScale>
-__global__ void ScaleCopyKernel(SegmentTable table, double factor) {
-  const DeviceSegment s = table.seg[blockIdx.y];
-  const T* src = static_cast<const T*>(s.src);
-  T* dst = static_cast<T*>(s.dst);
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < s.count;
-       i += stride) {
-    dst[i] = kScale ? Scaled<T>::Apply(src[i], factor) : src[i];
+__device__ __forceinline__ T Convert(T v, double factor) {
+  return kScale ? Scaled<T>::Apply(v, factor) : v;
+}
+
+// The segment of tile t: the last i with first_tile[i] <= t (a binary search over at most
+// kMaxSegmentsPerLaunch entries, the same for every thread of the block).
+__device__ __forceinline__ int SegmentOf(const SegmentTable& table, uint32_t t) {
+  int lo = 0, hi = table.n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (table.first_tile[mid] <= t) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+template <typename T, bool kScale>
+__global__ void __launch_bounds__(kThreads)
+    ScaleCopyKernel(const SegmentTable table, double factor) {
+  constexpr size_t kTile = kTileBytes / sizeof(T);    // elements per tile
+  constexpr size_t kVec = sizeof(uint4) / sizeof(T);  // elements per 16-byte load
+  const uint32_t tiles = table.first_tile[table.n];
+  for (uint32_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int i = SegmentOf(table, t);
+    const DeviceSegment& s = table.seg[i];
+    const size_t begin = static_cast<size_t>(t - table.first_tile[i]) * kTile;
+    const size_t n = s.count - begin < kTile ? s.count - begin : kTile;
+    const T* __restrict__ src = static_cast<const T*>(s.src) + begin;
+    T* __restrict__ dst = static_cast<T*>(s.dst) + begin;
+    size_t done = 0;
+    if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0) {
+      const uint4* __restrict__ vsrc = reinterpret_cast<const uint4*>(src);
+      uint4* __restrict__ vdst = reinterpret_cast<uint4*>(dst);
+      const size_t vecs = n / kVec;
+      for (size_t v = threadIdx.x; v < vecs; v += blockDim.x) {
+        uint4 word = vsrc[v];
+        if (kScale) {
+          T* e = reinterpret_cast<T*>(&word);
+#pragma unroll
+          for (size_t k = 0; k < kVec; ++k) e[k] = Convert<T, kScale>(e[k], factor);
+        }
+        vdst[v] = word;
+      }
+      done = vecs * kVec;
+    }
+    for (size_t k = done + threadIdx.x; k < n; k += blockDim.x) {
+      dst[k] = Convert<T, kScale>(src[k], factor);
+    }
   }
 }
 
 template <typename T>
 Status Launch(const DeviceSegment* segs, int n, double factor, cudaStream_t stream) {
+  constexpr size_t kTile = kTileBytes / sizeof(T);
   SegmentTable table;
   table.n = n;
-  size_t longest = 0;
+  size_t tiles = 0;
   for (int i = 0; i < n; ++i) {
     table.seg[i] = segs[i];
-    longest = std::max(longest, segs[i].count);
+    table.first_tile[i] = static_cast<uint32_t>(tiles);
+    tiles += (segs[i].count + kTile - 1) / kTile;
+    if (tiles > UINT32_MAX) {
+      return InvalidArgumentError("a pack or unpack of over 64 TiB in one launch");
+    }
   }
-  if (longest == 0) return Status::OK();
-  const size_t wanted = (longest + kThreads - 1) / kThreads;
-  const dim3 grid(static_cast<unsigned>(std::min<size_t>(wanted, kBlocksPerSegment)),
-                  static_cast<unsigned>(n));
+  table.first_tile[n] = static_cast<uint32_t>(tiles);
+  if (tiles == 0) return Status::OK();
+  const dim3 grid(static_cast<unsigned>(std::min(tiles, kMaxBlocks)));
   if (factor == 1.0) {
     ScaleCopyKernel<T, false><<<grid, kThreads, 0, stream>>>(table, factor);
   } else {

@@ -29,8 +29,8 @@ struct DeviceSegment {
   size_t count = 0;
 };
 
-// Segments per launch: the table travels as the kernel's argument (under the 4 KiB parameter
-// limit of every CUDA version kolo builds for).
+// Segments per launch: the table (28 bytes per segment) travels as the
+// kernel's argument, under the 4 KiB parameter limit of every CUDA version kolo builds for.
 inline constexpr int kMaxSegmentsPerLaunch = 128;
 
 // dst = src * factor for every segment, enqueued on `stream` (asynchronous; completion is the

@@ -153,11 +153,11 @@ void Runtime::ReleaseDeviceCommunicators() {
 #if KOLO_WITH_NCCL
   if (!data_) return;
   ForgetNcclComms(*data_);
-  ReleaseKoloStreams(*data_);
   if (const NodeContext* node = data_->node()) {
     if (node->local) ForgetNcclComms(*node->local);
     if (node->cross) ForgetNcclComms(*node->cross);
   }
+  ReleaseKoloStreams(*data_);  // last: the communicators' aborts may still drain their work
 #endif
 }
 

@@ -410,16 +410,18 @@ TEST(GpuRuntime, ShutdownCompletesDeviceHandlesInFlight) {
 // returns at once (a device-wide wait here would stall every step of a training loop).
 TEST(GpuMemory, FreeingAnOutputDoesNotWaitForTheDevice) {
   KOLO_SKIP_WITHOUT_GPU();
-  gpu_testing::ZerosBehindACopy busy(1024);  // 64 copies of 1 GiB on a stream of its own
-  ASSERT_TRUE(busy.ok());
   cudaStream_t consumer = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);
+  // Allocated first, so the pool exists and nothing but the free runs while the copies do.
   auto p = AllocateOnStream(0, consumer, size_t{1} << 20);
   if (p.status().code() == StatusCode::kUnimplemented) {
     GTEST_SKIP() << p.status().message();
   }
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_EQ(cudaMemsetAsync(*p, 0, size_t{1} << 20, consumer), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(consumer), cudaSuccess);
+  gpu_testing::ZerosBehindACopy busy(1024);  // 64 copies of 1 GiB on a stream of its own
+  ASSERT_TRUE(busy.ok());
   { std::unique_ptr<void, BufferFree> output(*p, BufferFree{0, true, consumer}); }
   EXPECT_EQ(cudaStreamQuery(busy.framework()), cudaErrorNotReady)
       << "dropping the output waited for the device";

@@ -157,6 +157,38 @@ TEST(GpuPack, ManyTensorsSpanSeveralLaunches) {
   cudaFree(fused);
 }
 
+// More tiles than the grid has blocks (1024 tiles of 16 KiB): the blocks stride over them all,
+// aligned (16-byte loads) and not (one element at a time), up to the last element.
+TEST(GpuPack, TensorsLargerThanTheGridAreCoveredToTheLastElement) {
+  KOLO_SKIP_WITHOUT_GPU();
+  const size_t count = (size_t{32} << 20) + 3;  // 128 MiB of float32 and 3 more: 8193 tiles
+  float* src = nullptr;
+  float* dst = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, (count + 1) * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, (count + 2) * sizeof(float)), cudaSuccess);
+  std::vector<float> host(count + 1);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 4099);
+  ASSERT_EQ(cudaMemcpy(src, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  for (size_t shift : {0, 1}) {  // 1: the source 4 bytes off 16-byte alignment
+    SCOPED_TRACE("shift " + std::to_string(shift));
+    ASSERT_EQ(cudaMemset(dst, kPoison, (count + 2) * sizeof(float)), cudaSuccess);
+    ASSERT_TRUE(
+        BatchedScaleCopy({{src + shift, dst, count}}, DataType::kFloat32, 0.5, nullptr).ok());
+    std::vector<float> out(count + 2);
+    ASSERT_EQ(cudaMemcpy(out.data(), dst, out.size() * sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(out[i], host[i + shift] * 0.5f) << "element " << i;
+    }
+    uint8_t past[8];
+    std::memcpy(past, &out[count], sizeof(past));
+    for (uint8_t b : past) ASSERT_EQ(b, kPoison) << "written past the last element";
+  }
+  cudaFree(src);
+  cudaFree(dst);
+}
+
 TEST(GpuPack, BoolRefusesAScale) {
   KOLO_SKIP_WITHOUT_GPU();
   void* a = nullptr;
@@ -275,6 +307,48 @@ TEST(GpuRuntime, FusedDeviceAllreduceWithScaling) {
         ASSERT_EQ(got[i], want) << "tensor " << k << " element " << i;
       }
       cudaFree(d[k]);
+    }
+  });
+}
+
+// One tensor goes to NCCL out of place, with its postscale folded into the reduction where NCCL
+// can (a PreMulSum for float32 and float64) and in a pass of its own where not (float16): the
+// output is input x postscale, and the input is left as it was.
+TEST(GpuRuntime, OneTensorOutOfPlaceWithAPostscaleLeavesTheInput) {
+  KOLO_SKIP_WITHOUT_GPU();
+  if (!KOLO_WITH_NCCL) GTEST_SKIP() << "built without NCCL";
+  testing::RunRuntimes(1, testing::FastConfig(), [&](Runtime& rt) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16}) {
+      SCOPED_TRACE(DataTypeName(dtype));
+      const size_t count = 70001, bytes = count * DataTypeSize(dtype);
+      const std::vector<uint8_t> in = Values(dtype, count, 11);
+      std::vector<uint8_t> want(bytes);
+      ASSERT_TRUE(ScaleCopy(want.data(), in.data(), count, dtype, 0.5).ok());
+      void* d_in = nullptr;
+      void* d_out = nullptr;
+      ASSERT_EQ(cudaMalloc(&d_in, bytes), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d_in, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemset(d_out, kPoison, bytes), cudaSuccess);
+      Submission s;
+      s.name = std::string("oop.") + std::string(DataTypeName(dtype));
+      s.input = d_in;
+      s.output = d_out;
+      s.dtype = dtype;
+      s.shape = {static_cast<int64_t>(count)};
+      s.reduce_op = ReduceOp::kSum;
+      s.postscale = 0.5;
+      auto h = rt.Enqueue(s);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      const Status st = testing::WaitFor(**h);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      std::vector<uint8_t> got(bytes), kept(bytes);
+      ASSERT_EQ(cudaMemcpy(got.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(kept.data(), d_in, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), bytes)) << "output";
+      EXPECT_EQ(0, std::memcmp(kept.data(), in.data(), bytes)) << "the input was written";
+      cudaFree(d_in);
+      cudaFree(d_out);
     }
   });
 }

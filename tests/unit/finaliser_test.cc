@@ -120,8 +120,8 @@ TEST(Finaliser, CompletesInEnqueueOrderWhateverOrderTheWorkFinishes) {
 // The caller's buffers are its own again when its callback runs: after a failure, not before
 // the aborted work has left the device.
 TEST(Finaliser, AFailedItemCompletesOnlyOnceItsAbortedWorkHasDrained) {
+  Log log;  // before the finaliser, whose destructor may still run a callback
   Finaliser f(FastOptions());
-  Log log;
   auto w = std::make_shared<FakeWork>();
   w->drained = false;
   f.Enqueue(std::make_unique<FakeProbe>(w), log.Record(0));
@@ -140,8 +140,8 @@ TEST(Finaliser, AFailedItemCompletesOnlyOnceItsAbortedWorkHasDrained) {
 TEST(Finaliser, WorkThatNeverDrainsCompletesAfterTheDrainTimeoutSayingSo) {
   FinaliserOptions o = FastOptions();
   o.drain_timeout = milliseconds(50);
-  Finaliser f(o);
   Log log;
+  Finaliser f(o);
   auto w = std::make_shared<FakeWork>();
   w->drained = false;
   w->peer_gone = true;
@@ -157,6 +157,30 @@ TEST(Finaliser, WorkThatNeverDrainsCompletesAfterTheDrainTimeoutSayingSo) {
             std::string::npos)
       << log.status[0].message();
   EXPECT_NE(log.status[0].message().find("its output may still change"), std::string::npos);
+}
+
+// Shutdown stays bounded by Close's deadline even when every aborted item never drains: the
+// drain waits end at that deadline instead of adding drain_timeout per item.
+TEST(Finaliser, CloseStaysBoundedWhenAbortedWorkNeverDrains) {
+  Log log;
+  FinaliserOptions o = FastOptions();
+  o.drain_timeout = milliseconds(10000);
+  Finaliser f(o);
+  std::vector<std::shared_ptr<FakeWork>> work;
+  for (int i = 0; i < 5; ++i) {
+    work.push_back(std::make_shared<FakeWork>());
+    work.back()->drained = false;
+    f.Enqueue(std::make_unique<FakeProbe>(work.back()), log.Record(i));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  f.Close(milliseconds(50), "kolo is shutting down");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(5000));
+  ASSERT_EQ(log.calls.load(), 5);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(work[i]->aborts.load(), 1);
+    EXPECT_NE(log.status[i].message().find("had still not drained"), std::string::npos)
+        << log.status[i].message();
+  }
 }
 
 TEST(Finaliser, CallbacksRunOnTheFinalisersThread) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "collectives/reduce.h"
 #include "collectives/select/decision_table.h"
 #include "collectives/select/registry.h"
 
@@ -111,6 +112,32 @@ TEST(NcclAllreduce, OldNamesSayHowToForceNccl) {
               std::string::npos)
         << m;
   }
+}
+
+// Average folds into ncclAvg for every floating dtype (matched exactly as LowerReduce computes
+// it); another postscale into a PreMulSum operator for float32 and float64 only; integers and
+// the half types' other factors keep their own pass.
+TEST(NcclAllreduce, PostscalesNcclCanFoldIntoTheReduction) {
+  for (int ranks : {2, 3, 7, 49}) {
+    const double average = LowerReduce(ReduceOp::kAverage, 1.0, ranks).float_postscale;
+    for (DataType dtype :
+         {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+      EXPECT_EQ(NcclPostscaleFor(dtype, average, ranks), NcclPostscale::kAverage)
+          << DataTypeName(dtype) << " over " << ranks;
+    }
+    EXPECT_EQ(NcclPostscaleFor(DataType::kInt32, average, ranks), NcclPostscale::kNone);
+  }
+  EXPECT_EQ(NcclPostscaleFor(DataType::kFloat32, 0.5, 3), NcclPostscale::kPreMulSum);
+  EXPECT_EQ(NcclPostscaleFor(DataType::kFloat64, 2.0 / 3, 3), NcclPostscale::kPreMulSum);
+  EXPECT_EQ(NcclPostscaleFor(DataType::kFloat16, 0.5, 3), NcclPostscale::kNone);
+  EXPECT_EQ(NcclPostscaleFor(DataType::kBFloat16, 2.0, 4), NcclPostscale::kNone);
+  EXPECT_EQ(NcclPostscaleFor(DataType::kInt64, 0.5, 2), NcclPostscale::kNone);
+  EXPECT_EQ(NcclPostscaleFor(DataType::kFloat32, 1.0, 4), NcclPostscale::kNone);
+  const NcclAllreduce nccl;
+  EXPECT_TRUE(nccl.FoldsPostscale(DataType::kFloat32, 0.5, 3));
+  EXPECT_TRUE(nccl.FoldsPostscale(DataType::kInt64, 1.0, 2));  // nothing to fold
+  EXPECT_FALSE(nccl.FoldsPostscale(DataType::kFloat16, 0.5, 3));
+  EXPECT_FALSE(nccl.FoldsPostscale(DataType::kInt32, 0.5, 2));
 }
 
 }  // namespace
