@@ -1,0 +1,190 @@
+"""kolorun's command lines (bindings/python/kolo/runner.py) against golden ones: each horovodrun
+flag as mpirun (or srun) gets it, root and oversubscription, the variables passed on, the
+configuration file, and the refusals. The facts of the machine are fixed here (a user, 2 cores,
+an environment), so the lines do not depend on where the test runs; tests/runner/CMakeLists.txt
+also launches real jobs through kolorun."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kolo import runner
+
+TRAMPOLINE = ("sh -c 'export RANK=\"${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID}\" "
+              "LOCAL_RANK=\"${OMPI_COMM_WORLD_LOCAL_RANK:-$SLURM_LOCALID}\" "
+              "WORLD_SIZE=\"${OMPI_COMM_WORLD_SIZE:-$SLURM_NTASKS}\" "
+              "LOCAL_WORLD_SIZE=\"${OMPI_COMM_WORLD_LOCAL_SIZE:-${SLURM_TASKS_PER_NODE%%[(,]*}}\"; "
+              "exec \"$@\"' kolorun python train.py")
+MPIRUN = "mpirun --tag-output -np 2 "
+BIND = "-bind-to none -map-by slot "
+MASTER = "-x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 "
+
+
+def line(args, environ=None, euid=1000, cores=2, capsys=None):
+    code = runner.main(["--dry-run"] + args + ["python", "train.py"],
+                       environ={} if environ is None else environ, euid=euid, cores=cores)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out.strip()
+
+
+@pytest.mark.parametrize("flags,middle", [
+    ([], BIND + MASTER),
+    (["-H", "a:2,b:2"], "-H a:2,b:2 " + BIND + "-x MASTER_ADDR=a -x MASTER_PORT=29500 "),
+    (["-p", "2022"], BIND + "-mca plm_rsh_args '-p 2022' " + MASTER),
+    (["-p", "2022", "-i", "/k/id"], BIND + "-mca plm_rsh_args '-p 2022 -i /k/id' " + MASTER),
+    (["--network-interfaces", "eth0,ib0"],
+     BIND + "-mca btl_tcp_if_include eth0,ib0 -x NCCL_SOCKET_IFNAME=eth0,ib0 " + MASTER),
+    (["--output-filename", "logs"], BIND + "--output-filename logs " + MASTER),
+    (["--prefix-output-with-timestamp"], BIND + "--timestamp-output " + MASTER),
+    (["--binding-args", "-bind-to core"], "-bind-to core " + MASTER),
+    (["--mpi-args", "-mca pml ob1"], BIND + MASTER + "-mca pml ob1 "),
+    (["--start-timeout", "60"], BIND + "-x KOLO_START_TIMEOUT=60 " + MASTER),
+    (["--fusion-threshold-mb", "32"], BIND + "-x KOLO_FUSION_THRESHOLD=33554432 " + MASTER),
+    (["--fusion-threshold-mb", "0.5"], BIND + "-x KOLO_FUSION_THRESHOLD=524288 " + MASTER),
+    (["--cycle-time-ms", "2.5"], BIND + "-x KOLO_CYCLE_TIME=2.5 " + MASTER),
+    (["--cache-capacity", "2048"], BIND + "-x KOLO_CACHE_CAPACITY=2048 " + MASTER),
+    (["--disable-cache"], BIND + "-x KOLO_CACHE_CAPACITY=0 " + MASTER),
+    (["--hierarchical-allreduce"], BIND + "-x KOLO_HIERARCHICAL_ALLREDUCE=1 " + MASTER),
+    (["--autotune", "--autotune-log-file", "at.csv"],
+     BIND + "-x KOLO_AUTOTUNE=1 -x KOLO_AUTOTUNE_LOG=at.csv " + MASTER),
+    (["--autotune-warmup-samples", "3", "--autotune-steps-per-sample", "10"],
+     BIND + "-x KOLO_AUTOTUNE_WARMUP_SAMPLES=3 -x KOLO_AUTOTUNE_STEPS_PER_SAMPLE=10 " + MASTER),
+    (["--timeline-filename", "t.json", "--timeline-mark-cycles"],
+     BIND + "-x KOLO_TIMELINE=t.json -x KOLO_TIMELINE_MARK_CYCLES=1 " + MASTER),
+    (["--no-stall-check"], BIND + "-x KOLO_STALL_CHECK_DISABLE=1 " + MASTER),
+    (["--stall-check-warning-time-seconds", "30", "--stall-check-shutdown-time-seconds", "90"],
+     BIND + "-x KOLO_STALL_CHECK_TIME_SECONDS=30 -x KOLO_STALL_SHUTDOWN_TIME_SECONDS=90 "
+     + MASTER),
+    (["--log-level", "DEBUG", "--log-hide-timestamp"],
+     BIND + "-x KOLO_LOG_LEVEL=debug -x KOLO_LOG_HIDE_TIME=1 " + MASTER),
+    (["--mpi", "--verbose"], BIND + MASTER),
+])
+def test_each_flag_gives_its_mpirun_line(flags, middle, capsys):
+    assert line(["-np", "2"] + flags, capsys=capsys) == MPIRUN + middle + TRAMPOLINE
+
+
+def test_root_sets_open_mpis_two_variables_and_more_ranks_than_cores_oversubscribe(capsys):
+    assert line(["-np", "3"], euid=0, capsys=capsys) == (
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --tag-output -np 3 "
+        "--oversubscribe " + BIND + MASTER + TRAMPOLINE)
+    # Other hosts' slots are theirs to count: no oversubscription there.
+    assert "--oversubscribe" not in line(["-np", "8", "-H", "a:4,b:4"], capsys=capsys)
+
+
+def test_the_callers_settings_and_paths_reach_every_rank(capsys):
+    environ = {"KOLO_CYCLE_TIME": "7", "HOROVOD_TIMELINE": "h.json", "KOLO_LOG_LEVEL": "info",
+               "PATH": "/usr/bin", "PYTHONPATH": "/p", "HOME": "/root", "MASTER_PORT": "4000"}
+    assert line(["-np", "2", "--log-level", "error"], environ=environ, capsys=capsys) == (
+        MPIRUN + BIND + "-x KOLO_LOG_LEVEL=error -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=4000 "
+        "-x HOROVOD_TIMELINE -x KOLO_CYCLE_TIME -x PATH -x PYTHONPATH " + TRAMPOLINE)
+
+
+def test_a_hostfile_names_the_master(tmp_path, capsys):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# the nodes\nnode7 slots=4\nnode8 slots=4\n")
+    assert line(["-np", "8", "--hostfile", str(hostfile)], capsys=capsys) == (
+        "mpirun --tag-output -np 8 --hostfile %s " % hostfile + BIND +
+        "-x MASTER_ADDR=node7 -x MASTER_PORT=29500 " + TRAMPOLINE)
+
+
+def test_inside_a_slurm_allocation_srun_launches(capsys):
+    environ = {"SLURM_JOB_ID": "42"}
+    assert line(["-np", "4", "--cycle-time-ms", "2"], environ=environ, capsys=capsys) == (
+        "KOLO_CYCLE_TIME=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 "
+        "srun --ntasks 4 --mpi=pmix " + TRAMPOLINE)
+    # -H, or KOLORUN_LAUNCHER=mpirun, keep mpirun.
+    environ["KOLORUN_LAUNCHER"] = "mpirun"
+    assert line(["-np", "2"], environ=environ, capsys=capsys).startswith("mpirun ")
+
+
+def test_a_config_file_sets_what_the_flags_do_and_flags_win(tmp_path, capsys):
+    config = tmp_path / "kolo.yaml"
+    config.write_text(textwrap.dedent("""\
+        params:
+          fusion_threshold_mb: 32
+          cycle_time_ms: 10
+          cache_capacity: 2048
+          hierarchical_allreduce: true
+        autotune:
+          enabled: true
+          log_file: at.csv
+        timeline:
+          filename: t.json
+          mark_cycles: true
+        stall_check:
+          warning_time_seconds: 120
+          shutdown_time_seconds: 240
+        logging:
+          level: INFO
+          hide_timestamp: true
+        """))
+    assert line(["-np", "2", "--config-file", str(config), "--cycle-time-ms", "3"],
+                capsys=capsys) == (
+        MPIRUN + BIND + "-x KOLO_FUSION_THRESHOLD=33554432 -x KOLO_CYCLE_TIME=3 "
+        "-x KOLO_CACHE_CAPACITY=2048 -x KOLO_HIERARCHICAL_ALLREDUCE=1 -x KOLO_AUTOTUNE=1 "
+        "-x KOLO_AUTOTUNE_LOG=at.csv -x KOLO_TIMELINE=t.json -x KOLO_TIMELINE_MARK_CYCLES=1 "
+        "-x KOLO_STALL_CHECK_TIME_SECONDS=120 -x KOLO_STALL_SHUTDOWN_TIME_SECONDS=240 "
+        "-x KOLO_LOG_LEVEL=info -x KOLO_LOG_HIDE_TIME=1 " + MASTER + TRAMPOLINE)
+
+
+def refusal(args, capsys, environ=None):
+    code = runner.main(args, environ={} if environ is None else environ, euid=1000, cores=2)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1, err  # one line
+    return err.strip()
+
+
+@pytest.mark.parametrize("flag,why", sorted(runner.REFUSED.items()))
+def test_flags_kolo_has_no_counterpart_for_are_refused(flag, why, capsys):
+    assert refusal(["-np", "2", flag, "python", "train.py"], capsys) == (
+        "kolorun: %s (%s) is not supported by kolo; run without it" % (flag, why))
+
+
+def test_refusals_of_incomplete_command_lines(tmp_path, capsys):
+    assert refusal(["python", "train.py"], capsys) == (
+        "kolorun: -np must be given, a number of ranks of at least 1")
+    assert refusal(["-np", "2"], capsys) == (
+        "kolorun: no command to run (e.g. kolorun -np 2 python train.py)")
+    assert refusal(["-np", "2", "-H", "a:2", "--hostfile", "h", "python"], capsys) == (
+        "kolorun: -H and --hostfile: give one of them")
+    config = tmp_path / "c.yaml"
+    config.write_text("params:\n  hierarchical_allgather: true\n")
+    assert refusal(["-np", "2", "--config-file", str(config), "python"], capsys) == (
+        "kolorun: --config-file %s: params.hierarchical_allgather is not supported by kolo"
+        % config)
+
+
+def test_a_missing_launcher_names_the_package(capsys):
+    assert refusal(["-np", "2", "python"], capsys, environ={"PATH": "/nonexistent"}) == (
+        "kolorun: mpirun is not on PATH (Debian: openmpi-bin)")
+
+
+def test_version_and_check_build(capsys):
+    import kolo
+    assert runner.main(["--version"], environ={}) == 0
+    assert capsys.readouterr().out == "kolo %s\n" % kolo.__version__
+    assert runner.main(["--check-build"], environ={}) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("kolo v%s:\n" % kolo.__version__)
+    for row in ("Available Frameworks:", "[X] MPI", "Available Transports:", "GPU support:"):
+        assert row in out
+
+
+def test_a_rank_that_finds_a_flag_unapplied_fails_the_job():
+    """rank_env_check.py, which the launch tests run, can fail: given another cycle time than it
+    expects, every rank reports it and kolorun exits non-zero."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    env = dict(os.environ)
+    env.setdefault("KOLO_BUILD_DIR", os.path.join(root, "build"))
+    done = subprocess.run(
+        [os.path.join(root, "scripts", "kolorun"), "-np", "2", "--cycle-time-ms", "4",
+         "--fusion-threshold-mb", "2", sys.executable, os.path.join(here, "rank_env_check.py")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+        timeout=120)
+    assert done.returncode != 0, done.stdout
+    assert "KOLO_CYCLE_TIME='4' (want '3')" in done.stdout, done.stdout
