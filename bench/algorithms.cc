@@ -127,6 +127,33 @@ void Print(const World& world, const char* format, ...) {
   std::fflush(stdout);
 }
 
+// A --json record of one row of the table.
+nlohmann::json AlgorithmJson(const AlgorithmRow& row) {
+  nlohmann::json j;
+  j["record"] = "row";
+  j["mode"] = "algorithms";
+  j["ranks"] = row.ranks;
+  j["bytes"] = row.bytes;
+  j["count"] = row.count;
+  j["algorithm"] = row.algorithm;
+  j["supported"] = row.supported;
+  if (!row.supported) {
+    j["reason"] = row.reason;
+    return j;
+  }
+  j["time_us"] = row.time_us;
+  j["time_min_us"] = row.min_us;
+  j["time_max_us"] = row.max_us;
+  j["iters"] = row.iters;
+  j["algbw"] = row.algbw;
+  j["busbw"] = row.busbw;
+  j["vs_mpi"] = row.vs_mpi;
+  j["wrong"] = row.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(row.wrong);
+  j["model_us"] = row.model_us < 0 ? nlohmann::json(nullptr) : nlohmann::json(row.model_us);
+  j["selected"] = row.selected;
+  return j;
+}
+
 }  // namespace
 
 std::unique_ptr<MpiCommunicator> MakeBenchCommunicator(const World& world, size_t max_call_bytes) {
@@ -288,7 +315,7 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
 
     std::vector<double> samples;
     for (Variant* v : active) samples.insert(samples.end(), v->samples_us.begin(), v->samples_us.end());
-    samples = MaxOverRanks(world, samples);
+    samples = CombineOverRanks(world, samples, options.average);
     std::vector<AlgorithmRow> measured;
     double mpi_us = 0, memcpy_us = 0;
     for (size_t k = 0; k < n; ++k) {
@@ -373,6 +400,11 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
       summary += text;
     }
     Print(world, "#%s\n", summary.c_str());
+    if (options.json != nullptr) {
+      for (const std::vector<AlgorithmRow>* part : {&measured, &unsupported}) {
+        for (const AlgorithmRow& row : *part) options.json->Write(AlgorithmJson(row));
+      }
+    }
     rows.insert(rows.end(), measured.begin(), measured.end());
     rows.insert(rows.end(), unsupported.begin(), unsupported.end());
   }

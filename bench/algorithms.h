@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "bench/harness.h"
+#include "bench/json_lines.h"
+#include "bench/stats.h"
 #include "collectives/mpi/mpi_communicator.h"
 
 namespace kolo::bench {
@@ -42,6 +44,8 @@ struct AlgorithmsOptions {
   std::string output;              // CSV for scripts/plot_algorithms.py; "" for none
   double block_target_us = 50000;  // fewer than `iters` calls when a block would run longer
   size_t max_call_bytes = size_t{16} << 20;
+  JsonLines* json = nullptr;                // --json: one "row" record per printed row (not owned)
+  RankCombine average = RankCombine::kMax;  // -a 0..3 / --average: timings over ranks
 };
 
 // A communicator over a fresh dup of world.comm, cut into max_call_bytes pieces, with the node

@@ -132,7 +132,7 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
             samples[p * options.repeats + r] = (NowSeconds() - start) * 1e6 / options.iters;
           }
         }
-        samples = MaxOverRanks(world, samples);
+        samples = CombineOverRanks(world, samples, options.average);
         std::vector<PathResult> results;
         for (int p = 0; p < 2; ++p) {
           const std::vector<double> mine(samples.begin() + p * options.repeats,

@@ -295,15 +295,36 @@ void MpiAllreducer::Run(const void* input, void* output, int64_t count, const Dt
     Fail(world_, "MPI_Allreduce: " + std::to_string(count) +
                      " elements exceed MPI's int count; use a smaller -e");
   }
-  const bool half = dtype.kolo == KOLO_FLOAT16 || dtype.kolo == KOLO_BFLOAT16;
-  const MPI_Op mpi_op =
-      half ? half_ops_[dtype.kolo == KOLO_BFLOAT16 ? 1 : 0][HalfOpIndex(op.kolo)] : MpiOp(op.kolo);
+  const MPI_Op mpi_op = OpFor(dtype, op);
   const void* send = input == output ? MPI_IN_PLACE : input;
   CheckMpi(world_,
            MPI_Allreduce(send, output, static_cast<int>(count), MpiType(dtype.kolo), mpi_op,
                          world_.comm),
            "MPI_Allreduce");
-  if (op.kolo != KOLO_OP_AVERAGE) return;
+  if (op.kolo == KOLO_OP_AVERAGE) DivideByRanks(output, count, dtype);
+}
+
+void MpiAllreducer::ReduceScatter(const void* input, void* output, int64_t recv_count,
+                                  const DtypeInfo& dtype, const OpInfo& op) const {
+  if (recv_count > INT_MAX) {
+    Fail(world_, "MPI_Reduce_scatter_block: " + std::to_string(recv_count) +
+                     " elements exceed MPI's int count; use a smaller -e");
+  }
+  const void* send = input == output ? MPI_IN_PLACE : input;
+  CheckMpi(world_,
+           MPI_Reduce_scatter_block(send, output, static_cast<int>(recv_count), MpiType(dtype.kolo),
+                                    OpFor(dtype, op), world_.comm),
+           "MPI_Reduce_scatter_block");
+  if (op.kolo == KOLO_OP_AVERAGE) DivideByRanks(output, recv_count, dtype);
+}
+
+MPI_Op MpiAllreducer::OpFor(const DtypeInfo& dtype, const OpInfo& op) const {
+  const bool half = dtype.kolo == KOLO_FLOAT16 || dtype.kolo == KOLO_BFLOAT16;
+  return half ? half_ops_[dtype.kolo == KOLO_BFLOAT16 ? 1 : 0][HalfOpIndex(op.kolo)]
+              : MpiOp(op.kolo);
+}
+
+void MpiAllreducer::DivideByRanks(void* output, int64_t count, const DtypeInfo& dtype) const {
   const int n = world_.size;
   switch (dtype.kolo) {
     case KOLO_UINT8:

@@ -1,5 +1,6 @@
 // Element types and reduce operations as kolo-bench names them (nccl-tests' spellings), their
-// kolo and MPI counterparts, and the `mpi` path's MPI_Allreduce wrapper.
+// kolo and MPI counterparts, and the `mpi` path's MPI_Allreduce and MPI_Reduce_scatter_block
+// wrapper.
 //
 // MPI has neither float16/bfloat16 types nor an average, so the `mpi` path does:
 //  - half, bfloat16: a user-defined, commutative MPI_Op on MPI_UINT16_T that widens each pair to
@@ -68,8 +69,16 @@ class MpiAllreducer {
   // output == input selects MPI_IN_PLACE. Fails the job (with the MPI error string) on error.
   void Run(const void* input, void* output, int64_t count, const DtypeInfo& dtype,
            const OpInfo& op) const;
+  // MPI_Reduce_scatter_block: `input` holds size * recv_count elements, `output` receives this
+  // rank's recv_count; output == input selects MPI_IN_PLACE (the result in the first recv_count).
+  void ReduceScatter(const void* input, void* output, int64_t recv_count, const DtypeInfo& dtype,
+                     const OpInfo& op) const;
 
  private:
+  MPI_Op OpFor(const DtypeInfo& dtype, const OpInfo& op) const;
+  // avg: the division pass after MPI_SUM (integers truncate toward zero).
+  void DivideByRanks(void* output, int64_t count, const DtypeInfo& dtype) const;
+
   const World& world_;
   MPI_Op half_ops_[2][4];  // [half, bfloat16][sum, prod, min, max]
 };

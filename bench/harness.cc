@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include <unistd.h>
+
 namespace kolo::bench {
 
 void Fail(const World& world, const std::string& message) {
@@ -81,6 +83,55 @@ int64_t SumOverRanks(const World& world, int64_t value) {
   CheckMpi(world, MPI_Allreduce(&value, &sum, 1, MPI_INT64_T, MPI_SUM, world.comm),
            "MPI_Allreduce(sum of #wrong)");
   return sum;
+}
+
+std::vector<double> CombineOverRanks(const World& world, const std::vector<double>& values,
+                                     RankCombine mode) {
+  std::vector<double> out(values);
+  if (values.empty()) return out;
+  const int count = static_cast<int>(values.size());
+  switch (mode) {
+    case RankCombine::kRank0:
+      CheckMpi(world, MPI_Bcast(out.data(), count, MPI_DOUBLE, 0, world.comm),
+               "MPI_Bcast(rank 0's timings)");
+      return out;
+    case RankCombine::kAverage:
+    case RankCombine::kMin:
+    case RankCombine::kMax: {
+      const MPI_Op op = mode == RankCombine::kMin   ? MPI_MIN
+                        : mode == RankCombine::kMax ? MPI_MAX
+                                                    : MPI_SUM;
+      CheckMpi(world, MPI_Allreduce(values.data(), out.data(), count, MPI_DOUBLE, op, world.comm),
+               "MPI_Allreduce(timings over ranks)");
+      if (mode == RankCombine::kAverage) {
+        for (double& v : out) v /= world.size;
+      }
+      return out;
+    }
+  }
+  return out;
+}
+
+Progress::Progress(bool enabled, int total)
+    : enabled_(enabled), tty_(isatty(STDERR_FILENO) == 1), total_(total), start_(NowSeconds()) {}
+
+Progress::~Progress() {
+  if (enabled_ && tty_ && printed_) {
+    std::fprintf(stderr, "\r%60s\r", "");
+    std::fflush(stderr);
+  }
+}
+
+void Progress::Done(int done) {
+  if (!enabled_) return;
+  const double now = NowSeconds();
+  const double elapsed = now - start_;
+  if (elapsed < 2.0 || (!tty_ && now - last_ < 10.0) || (tty_ && now - last_ < 0.2)) return;
+  last_ = now;
+  printed_ = true;
+  std::fprintf(stderr, "%skolo-bench: %d/%d sizes, %.1f s%s", tty_ ? "\r" : "", done, total_,
+               elapsed, tty_ ? "   " : "\n");
+  std::fflush(stderr);
 }
 
 Buffer::Buffer(const World& world, size_t bytes, const char* what) : bytes_(bytes) {

@@ -1,22 +1,41 @@
-// kolo-bench: all-reduce through MPI and through kolo's runtime, side by side, in one run.
+// kolo-bench: collectives through MPI and through kolo's runtime, side by side, in one run, with
+// nccl-tests' flags, columns and closing lines, so scripts written for all_reduce_perf read it.
 //
-//   mpirun -np N kolo-bench [-b 8] [-e 64M] [-f 4] [-n 20] [-w 5] [-c 1] [-o sum] [-d float]
+//   mpirun -np N kolo-bench [--collective allreduce|allgather|broadcast|reducescatter|alltoall]
+//                           [-b 8] [-e 64M] [-f 4 | -i STEP] [-n 20] [-w 5] [-c 1] [-o sum]
+//                           [-d float] [-r 0] [-z 0] [-a 0..3] [--paths mpi,kolo] [--json F]
 //   mpirun -np N kolo-bench --model resnet50|bert-base|tiny-1000
 //   mpirun -np N kolo-bench --device cuda [-b 1M -e 1G] | --device cuda --model resnet50
 //   mpirun -np N kolo-bench --negotiation [--tensors 1,100,1000] [-n 200] [-w 20]
 //   mpirun -np N kolo-bench -a ring,rd,...|all [--check] [-b 8] [-e 64M] [--output rows.csv]
 //   mpirun -np N kolo-bench --calibrate [--output kolo_tuning.json]
+//   kolo-bench --version | --help           (no mpirun needed; neither for usage errors)
 //
-// Flags and columns follow nccl-tests (all_reduce_perf); sweep.h and replay.h say what is timed.
-// This file parses the flags, sets up MPI (MPI_THREAD_MULTIPLE, before kolo_init, which then
-// attaches to it) and kolo, prints the header and runs the sweep or the model replay.
+// Sweep rows are nccl-tests' (src/common.cu): size count type redop root, then time algbw busbw
+// #wrong out of place, the same in place, and one more column, the path (mpi or kolo): one row
+// per size and path. Size and count follow nccl-tests' convention per collective (stats.h:
+// LayoutFor), busbw its factors (BusBwFactor). A path without an in-place form prints N/A there
+// (collective.h). The run ends with "# Out of bounds values : N OK|FAILED" and
+// "# Avg bus bandwidth    : X " over kolo's path (out of place and in place, as nccl-tests
+// averages both); MPI's mean is on a line of its own. -c 0 prints N/A in #wrong.
+// The collective is also taken from the executable's name: a link named all_gather_perf (or
+// all_reduce_perf, broadcast_perf, reduce_scatter_perf, alltoall_perf) runs that collective.
+// -a keeps kolo's meaning (algorithm list) except that a number 0..3 is nccl-tests' average mode
+// (0 rank 0, 1 mean, 2 min, 3 max over ranks; kolo-bench's default is 3, the slowest rank);
+// --average N says the same. -g 1 and -t 1 and -m 1 are accepted (other values refused: one GPU
+// and one thread per process, no aggregated calls); -z 1 puts a barrier after every timed call.
+// --json FILE writes JSON Lines as rows are made (json_lines.h), in every mode but --calibrate.
+// A sweep that runs longer than 2 s shows its progress on rank 0's stderr (harness.h: Progress).
+//
+// flags.cc parses and checks the command line before MPI_Init; this file sets up MPI
+// (MPI_THREAD_MULTIPLE, before kolo_init, which then attaches to it) and kolo, prints the header
+// and runs the chosen mode; sweep.h and replay.h say what is timed.
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,7 +44,9 @@
 #include "bench/device_replay.h"
 #include "bench/device_sweep.h"
 #include "bench/dtypes.h"
+#include "bench/flags.h"
 #include "bench/harness.h"
+#include "bench/json_lines.h"
 #include "bench/mode.h"
 #include "bench/models.h"
 #include "bench/negotiation.h"
@@ -38,58 +59,6 @@ extern char** environ;
 
 namespace kolo::bench {
 namespace {
-
-struct Flags {
-  std::string min_bytes = "8";
-  std::string max_bytes = "64M";
-  std::string step_bytes;
-  double step_factor = 4;
-  int iters = 20;
-  int warmup = 5;
-  int repeats = 5;
-  int check = 1;
-  std::string op = "sum";
-  std::string dtype = "float";
-  std::string paths;
-  std::string model;
-  std::string json;
-  bool negotiation = false;
-  std::string tensors = "1,100,1000";
-  std::string algorithms;
-  bool calibrate = false;
-  std::string device = "host";
-  std::string output;
-};
-
-// "8", "64K", "64M", "1G", "1GB" (binary units, like nccl-tests). False on anything else.
-bool ParseBytes(std::string text, int64_t* bytes) {
-  if (text.empty()) return false;
-  if (text.size() > 1 && (text.back() == 'B' || text.back() == 'b')) text.pop_back();
-  int shift = 0;
-  switch (std::toupper(static_cast<unsigned char>(text.back()))) {
-    case 'K':
-      shift = 10;
-      break;
-    case 'M':
-      shift = 20;
-      break;
-    case 'G':
-      shift = 30;
-      break;
-    default:
-      break;
-  }
-  if (shift != 0) text.pop_back();
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
-        return std::isdigit(static_cast<unsigned char>(c)) != 0;
-      })) {
-    return false;
-  }
-  const long long value = std::stoll(text);
-  if (value > (INT64_MAX >> shift)) return false;
-  *bytes = static_cast<int64_t>(value) << shift;
-  return true;
-}
 
 std::string ThreadLevelName(int level) {
   switch (level) {
@@ -119,8 +88,7 @@ bool IsLauncherVariable(const std::string& entry) {
 
 RunInfo GatherRunInfo(const World& world, int argc, char** argv, int thread_level) {
   RunInfo info;
-  info.version = std::to_string(KOLO_VERSION_MAJOR) + "." + std::to_string(KOLO_VERSION_MINOR) +
-                 "." + std::to_string(KOLO_VERSION_PATCH);
+  info.version = VersionString();
   for (int i = 0; i < argc; ++i) info.command_line += (i ? " " : "") + std::string(argv[i]);
   info.ranks = world.size;
   std::vector<char> names(static_cast<size_t>(world.size) * MPI_MAX_PROCESSOR_NAME, '\0');
@@ -161,126 +129,50 @@ RunInfo GatherRunInfo(const World& world, int argc, char** argv, int thread_leve
   return info;
 }
 
-// Returns the process's exit status.
-int Main(const World& world, int argc, char** argv, int thread_level) {
-  Flags f;
-  CLI::App app{
-      "kolo-bench: all-reduce through MPI_Allreduce and through kolo's runtime, side by side "
-      "(nccl-tests' flags and columns). Run under mpirun."};
-  app.add_option("-b,--minbytes", f.min_bytes, "smallest size (8, 64K, 64M)")
-      ->capture_default_str();
-  app.add_option("-e,--maxbytes", f.max_bytes, "largest size")->capture_default_str();
-  app.add_option("-i,--stepbytes", f.step_bytes, "linear step between sizes (instead of -f)");
-  app.add_option("-f,--stepfactor", f.step_factor, "size multiplier between sizes")
-      ->capture_default_str();
-  app.add_option("-n,--iters", f.iters, "timed calls per block (sweep) / timed steps (--model)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("-w,--warmup_iters", f.warmup, "warmup calls (sweep) / steps (--model)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("-R,--repeats", f.repeats, "timed blocks per size and path; the median is shown")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("-c,--check", f.check, "check every output element (0/1; --check alone: 1)")
-      ->capture_default_str()
-      ->expected(0, 1)
-      ->default_str("1")
-      ->check(CLI::Range(0, 1));
-  app.add_option("-o,--op", f.op, "sum|prod|min|max|avg|all")->capture_default_str();
-  app.add_option("-d,--datatype", f.dtype, DtypeNameList() + "|all")->capture_default_str();
-  app.add_option("--paths", f.paths,
-                 "comma list; sweep: mpi,kolo (default both); --model: "
-                 "kolo,mpi-per-tensor,mpi-fused, with --device cuda kolo,nccl-per-tensor,"
-                 "nccl-fused (default all)");
-  std::string model_help = "replay a model's gradients:";
-  for (const std::string& m : ModelNames()) model_help += " " + m;
-  app.add_option("--model", f.model, model_help);
-  app.add_option("--json", f.json, "write every row to this JSON file (rank 0)");
-  app.add_flag("--negotiation", f.negotiation,
-               "negotiation cost per cycle, response cache on and off (bench/negotiation.h)");
-  app.add_option("--tensors", f.tensors, "--negotiation: tensors per step, comma list")
-      ->capture_default_str();
-  std::string algorithm_names;
-  for (const std::string& name : RegisteredAlgorithmNames()) algorithm_names += name + ",";
-  app.add_option("-a,--algorithms", f.algorithms,
-                 "compare all-reduce algorithms with MPI_Allreduce, float32 sum (" +
-                     algorithm_names + "all; bench/algorithms.h)");
-  app.add_option("--device", f.device,
-                 "where the buffers live: host (default) or cuda (one GPU per rank; sweep: "
-                 "paths nccl and kolo, bench/device_sweep.h; --model: bench/device_replay.h). "
-                 "-d stays nccl-tests' datatype")
-      ->check(CLI::IsMember({"host", "cuda"}))
-      ->capture_default_str();
-  app.add_flag("--calibrate", f.calibrate,
-               "measure the cost model's parameters and write a tuning file (bench/calibrate.h)");
-  app.add_option("--output", f.output,
-                 "-a: write the rows as CSV; --calibrate: the tuning file (kolo_tuning.json)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (world.rank == 0) return app.exit(e);
-    return e.get_exit_code();
+// Rank 0's --json file, opened on every rank's behalf: null (and no error) without --json;
+// on failure every rank gets the message.
+bool OpenJson(const World& world, const std::string& path, const RunInfo& info,
+              std::unique_ptr<JsonLines>* json, std::string* error) {
+  if (path.empty()) return true;
+  *json = JsonLines::Open(world.rank == 0, path, error);
+  int ok = *json != nullptr ? 1 : 0;
+  CheckMpi(world, MPI_Bcast(&ok, 1, MPI_INT, 0, world.comm), "MPI_Bcast(--json opened)");
+  if (ok == 0) {
+    if (world.rank != 0) *error = "rank 0 cannot open '" + path + "'";
+    json->reset();
+    return false;
   }
+  (*json)->Write(JsonLines::RunRecord(info));
+  return true;
+}
 
+// Returns the process's exit status.
+int Main(const World& world, Config& config, int argc, char** argv, int thread_level) {
+  const Flags& f = config.flags;
   auto usage_error = [&](const std::string& message) {
     if (world.rank == 0) std::fprintf(stderr, "kolo-bench: %s\n", message.c_str());
     return 2;
   };
-  std::vector<const DtypeInfo*> dtypes;
-  for (const std::string& name :
-       f.dtype == "all" ? std::vector<std::string>{} : SplitCommas(f.dtype)) {
-    const DtypeInfo* d = ParseDtype(name);
-    if (d == nullptr) return usage_error("unknown -d '" + name + "'; one of " + DtypeNameList());
-    dtypes.push_back(d);
-  }
-  if (f.dtype == "all") {
-    for (const DtypeInfo& d : Dtypes()) dtypes.push_back(&d);
-  }
-  std::vector<const OpInfo*> ops;
-  for (const std::string& name : f.op == "all" ? std::vector<std::string>{} : SplitCommas(f.op)) {
-    const OpInfo* o = ParseOp(name);
-    if (o == nullptr) return usage_error("unknown -o '" + name + "'; sum|prod|min|max|avg|all");
-    ops.push_back(o);
-  }
-  if (f.op == "all") {
-    for (const OpInfo& o : Ops()) ops.push_back(&o);
-  }
-  if (dtypes.empty() || ops.empty()) return usage_error("-d and -o need at least one value");
-
-  ModeFlags mode_flags;
-  mode_flags.device = f.device;
-  mode_flags.model = f.model;
-  mode_flags.negotiation = f.negotiation;
-  mode_flags.paths = f.paths;
-  Mode mode;
-  if (const std::string bad = ChooseMode(mode_flags, &mode); !bad.empty()) {
-    return usage_error(bad);
-  }
+  const std::vector<const DtypeInfo*>& dtypes = config.dtypes;
+  const std::vector<const OpInfo*>& ops = config.ops;
+  const Mode& mode = config.mode;
   const bool replay = mode.replay;
   const ModelLayout& model = mode.model;
   const std::vector<std::string>& paths = mode.paths;
-  if (replay && (dtypes.size() != 1 || ops.size() != 1)) {
-    return usage_error("--model takes one -d and one -o");
+  SweepOptions& sweep = config.sweep;
+  if (CollectiveHasRoot(sweep.collective) && f.root >= world.size) {
+    return usage_error("-r " + std::to_string(f.root) + ": the root must be a rank below " +
+                       std::to_string(world.size));
   }
-
-  SweepOptions sweep;
-  if (!ParseBytes(f.min_bytes, &sweep.min_bytes))
-    return usage_error("bad -b '" + f.min_bytes + "'");
-  if (!ParseBytes(f.max_bytes, &sweep.max_bytes))
-    return usage_error("bad -e '" + f.max_bytes + "'");
-  if (!f.step_bytes.empty() && !ParseBytes(f.step_bytes, &sweep.step_bytes)) {
-    return usage_error("bad -i '" + f.step_bytes + "'");
-  }
-  if (sweep.step_bytes == 0 && f.step_factor <= 1.0 && sweep.min_bytes != sweep.max_bytes) {
-    return usage_error("-f must be > 1 (or give -i)");
-  }
+  std::unique_ptr<JsonLines> json;
+  std::string json_error;
 
   if (f.calibrate || !f.algorithms.empty()) {
     // kolo's runtime is not started: these modes drive the algorithms (or measure the machine)
     // directly, and an idle background thread would only add noise.
-    if (f.calibrate && !f.algorithms.empty()) return usage_error("-a and --calibrate: one of them");
     const RunInfo info = GatherRunInfo(world, argc, argv, thread_level);
+    if (!OpenJson(world, f.json, info, &json, &json_error))
+      return usage_error("--json: " + json_error);
     Report report(world.rank == 0, world.size, stdout);
     report.Header(info);
     if (f.calibrate) {
@@ -290,18 +182,7 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
       return RunCalibration(world, options);
     }
     AlgorithmsOptions options;
-    const std::vector<std::string> known = RegisteredAlgorithmNames();
-    for (const std::string& name : SplitCommas(f.algorithms)) {
-      if (name != "all" && std::find(known.begin(), known.end(), name) == known.end()) {
-        return usage_error("unknown -a '" + name + "'; one of " + algorithm_names + "all");
-      }
-      options.names.push_back(name);
-    }
-    if (options.names.empty()) return usage_error("-a is empty");
-    if (dtypes.size() != 1 || dtypes[0]->kolo != KOLO_FLOAT32 || ops.size() != 1 ||
-        ops[0]->name != "sum") {
-      return usage_error("-a measures float32 sum only (-d float -o sum)");
-    }
+    options.names = config.algorithms;
     options.sizes =
         SweepSizes(sweep.min_bytes, sweep.max_bytes, f.step_factor, sweep.step_bytes);
     options.iters = f.iters;
@@ -309,6 +190,8 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
     options.repeats = f.repeats;
     options.check = f.check != 0;
     options.output = f.output;
+    options.json = json.get();
+    options.average = sweep.average;
     return RunAlgorithms(world, options) == 0 ? 0 : 1;
   }
 
@@ -317,14 +200,11 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
     NegotiationOptions options;
     options.steps = f.iters;
     options.warmup = f.warmup;
-    options.tensors.clear();
-    for (const std::string& t : SplitCommas(f.tensors)) {
-      if (t.empty() || t.size() > 7 || !std::all_of(t.begin(), t.end(), ::isdigit) || std::stoi(t) < 1) {
-        return usage_error("bad --tensors entry '" + t + "' (1 to 9999999)");
-      }
-      options.tensors.push_back(std::stoi(t));
-    }
-    if (options.tensors.empty()) return usage_error("--tensors is empty");
+    options.tensors = config.tensors;
+    const RunInfo info = GatherRunInfo(world, argc, argv, thread_level);
+    if (!OpenJson(world, f.json, info, &json, &json_error))
+      return usage_error("--json: " + json_error);
+    options.json = json.get();
     const bool ok = RunNegotiation(world, options);
     Barrier(world);
     CheckKolo(world, kolo_shutdown(), "kolo_shutdown", nullptr, nullptr);
@@ -349,7 +229,12 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   }
 
   const RunInfo info = GatherRunInfo(world, argc, argv, thread_level);
+  if (!OpenJson(world, f.json, info, &json, &json_error)) {
+    if (use_kolo) CheckKolo(world, kolo_shutdown(), "kolo_shutdown", nullptr, nullptr);
+    return usage_error("--json: " + json_error);
+  }
   Report report(world.rank == 0, world.size, stdout);
+  report.SetJson(json.get());
   report.Header(info);
   if (!on_device && std::getenv("MALLOC_MMAP_MAX_") == nullptr) {
     report.Note(
@@ -361,7 +246,9 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
   if (!on_device) {
     report.Note(
         "mpi: half/bfloat16 through a user MPI_Op (reduced in float); avg = MPI_SUM then a "
-        "division pass, timed. Paths interleaved; times are the max over ranks.");
+        "division pass, timed. Paths interleaved; times are " +
+        std::string(RankCombineName(sweep.average)) +
+        (sweep.average == RankCombine::kMax ? " (-a 3)" : "") + ".");
   }
   if (!on_device && use_kolo && paths.size() > 1) {
     report.Note(
@@ -384,14 +271,10 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
         RunReplay(world, mpi, model, options, &report);
       }
     } else {
-      sweep.step_factor = f.step_factor;
-      sweep.iters = f.iters;
-      sweep.warmup = f.warmup;
-      sweep.repeats = f.repeats;
-      sweep.check = f.check != 0;
-      sweep.dtypes = dtypes;
-      sweep.ops = ops;
-      sweep.paths = paths;
+      report.Note(std::string(CollectiveName(sweep.collective)) +
+                  ", out of place and in place; "
+                  "the last column names the path (mpi: MPI's collective, kolo: kolo's C API)" +
+                  (sweep.blocking ? "; -z 1: a barrier after every call" : ""));
       report.Note("time: per-call mean of a block of -n " + std::to_string(f.iters) +
                   " calls, median of -R " + std::to_string(f.repeats) + " blocks");
       if (on_device) {
@@ -402,10 +285,6 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
     }
   }
   report.Footer();
-  if (!f.json.empty()) {
-    std::string error;
-    if (!report.WriteJson(f.json, info, &error)) Fail(world, "--json: " + error);
-  }
   Barrier(world);  // nobody shuts kolo down while a peer still has operations in flight
   if (use_kolo) CheckKolo(world, kolo_shutdown(), "kolo_shutdown", nullptr, nullptr);
   return report.total_wrong() == 0 ? 0 : 1;
@@ -415,6 +294,10 @@ int Main(const World& world, int argc, char** argv, int thread_level) {
 }  // namespace kolo::bench
 
 int main(int argc, char** argv) {
+  kolo::bench::Config config;
+  if (const int status = kolo::bench::ParseCommandLine(argc, argv, &config); status >= 0) {
+    return status;  // --help, --version or a usage error: no MPI needed
+  }
   int provided = MPI_THREAD_SINGLE;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "kolo-bench: MPI_Init_thread failed\n");
@@ -430,7 +313,7 @@ int main(int argc, char** argv) {
   MPI_Get_processor_name(host, &length);
   world.host.assign(host, length);
 
-  const int status = kolo::bench::Main(world, argc, argv, provided);
+  const int status = kolo::bench::Main(world, config, argc, argv, provided);
   MPI_Comm_free(&world.comm);
   MPI_Finalize();
   return status;

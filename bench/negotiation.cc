@@ -102,6 +102,22 @@ bool RunNegotiation(const World& world, const NegotiationOptions& options) {
                     r.neg_us_min, r.neg_us_max, r.local_us_max, r.hits_per_step,
                     static_cast<long long>(r.wrong));
         std::fflush(stdout);
+        if (options.json != nullptr) {
+          nlohmann::json j;
+          j["record"] = "row";
+          j["mode"] = "negotiation";
+          j["cache_capacity"] = capacity;
+          j["tensors"] = n;
+          j["step_us"] = r.step_us;
+          j["cycles_per_step"] = r.cycles_per_step;
+          j["slow_per_step"] = r.slow_per_step;
+          j["neg_us_per_cycle_min"] = r.neg_us_min;
+          j["neg_us_per_cycle_max"] = r.neg_us_max;
+          j["local_us_per_cycle_max"] = r.local_us_max;
+          j["hits_per_step"] = r.hits_per_step;
+          j["wrong"] = r.wrong;
+          options.json->Write(j);
+        }
       }
     }
     Barrier(world);

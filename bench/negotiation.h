@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/harness.h"
+#include "bench/json_lines.h"
 
 namespace kolo::bench {
 
@@ -28,6 +29,7 @@ struct NegotiationOptions {
   std::vector<int> tensors = {1, 100, 1000};
   int steps = 200;
   int warmup = 20;
+  JsonLines* json = nullptr;  // --json: one "row" record per printed row (not owned)
 };
 
 // Needs kolo not initialised on entry; leaves it initialised with the caller's environment.

@@ -1,17 +1,22 @@
 #include "bench/report.h"
 
 #include <cstdarg>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 namespace kolo::bench {
 namespace {
 
-// Widths: a row starts with size, count, type, redop; each path adds time, algbw, busbw, #wrong.
-constexpr const char* kPrefixHeader1 = "#%12s %12s %8s %6s";
-constexpr const char* kGroupFormat = " %10s %7s %7s %6s";
-constexpr int kGroupWidth = 1 + 10 + 1 + 7 + 1 + 7 + 1 + 6;
+// nccl-tests' formats (src/common.cu): the row's parameters, then one group per half.
+constexpr const char* kHeader0 =
+    "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
+    "\n";
+constexpr const char* kHeader1 =
+    "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s  %s\n";
+constexpr const char* kHeader2 =
+    "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n";
+constexpr const char* kRowParameters = "%12lld  %12lld  %8s  %6s  %6d";
+constexpr const char* kRowGroup = "  %7s  %6s  %6s  %5s";
 
 std::string Fixed(double value, int decimals) {
   char text[64];
@@ -19,15 +24,13 @@ std::string Fixed(double value, int decimals) {
   return text;
 }
 
-// nccl-tests prints times with 2 decimals, fewer when large.
-std::string Time(double us) { return Fixed(us, us < 1e4 ? 2 : (us < 1e6 ? 1 : 0)); }
+// nccl-tests: 2 decimals below 100 us, 1 below 10 ms, none above.
+std::string Time(double us) { return Fixed(us, us >= 1e4 ? 0 : (us >= 100 ? 1 : 2)); }
 
 std::string Wrong(int64_t wrong) { return wrong < 0 ? "N/A" : std::to_string(wrong); }
 
-std::string Centered(const std::string& text, int width) {
-  if (static_cast<int>(text.size()) >= width) return text;
-  const int left = (width - static_cast<int>(text.size())) / 2;
-  return std::string(left, ' ') + text + std::string(width - left - text.size(), ' ');
+nlohmann::json WrongJson(int64_t wrong) {
+  return wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(wrong);
 }
 
 const PathResult* FindPath(const std::vector<PathResult>& results, const std::string& path) {
@@ -54,14 +57,47 @@ double Report::AlgBw(int64_t bytes, double time_us) const {
   return time_us > 0 ? static_cast<double>(bytes) / (time_us * 1e3) : 0.0;
 }
 
-double Report::BusBw(double algbw) const {
-  return nranks_ > 0 ? algbw * 2.0 * (nranks_ - 1) / nranks_ : 0.0;
-}
+double Report::BusBw(double algbw) const { return algbw * BusBwFactor(collective_, nranks_); }
 
 void Report::Record(Row row) {
-  if (row.result.wrong >= 0) {
-    total_wrong_ += row.result.wrong;
+  for (const int64_t wrong : {row.result.wrong, row.result.in_place.wrong}) {
+    if (wrong < 0) continue;
+    total_wrong_ += wrong;
     any_checked_ = true;
+  }
+  if (json_ != nullptr && root_) {
+    nlohmann::json j;
+    j["record"] = "row";
+    j["mode"] = row.mode;
+    if (row.mode == "model") {
+      j["model"] = row.model;
+      j["tensors"] = row.tensors;
+    } else {
+      j["collective"] = CollectiveName(collective_);
+      j["root"] = row.root;
+    }
+    j["path"] = row.path;
+    j["bytes"] = row.bytes;
+    j["count"] = row.count;
+    j["dtype"] = row.dtype;
+    j["op"] = row.op;
+    j["time_us"] = row.result.time_us;
+    j["time_min_us"] = row.result.min_us;
+    j["time_max_us"] = row.result.max_us;
+    j["algbw"] = row.algbw;
+    j["busbw"] = row.busbw;
+    j["wrong"] = WrongJson(row.result.wrong);
+    if (row.mode == "sweep") {
+      const InPlaceResult& ip = row.result.in_place;
+      const nlohmann::json none(nullptr);
+      j["inplace_time_us"] = ip.measured ? nlohmann::json(ip.time_us) : none;
+      j["inplace_time_min_us"] = ip.measured ? nlohmann::json(ip.min_us) : none;
+      j["inplace_time_max_us"] = ip.measured ? nlohmann::json(ip.max_us) : none;
+      j["inplace_algbw"] = ip.measured ? nlohmann::json(row.in_place_algbw) : none;
+      j["inplace_busbw"] = ip.measured ? nlohmann::json(row.in_place_busbw) : none;
+      j["inplace_wrong"] = ip.measured ? WrongJson(ip.wrong) : none;
+    }
+    json_->Write(j);
   }
   rows_.push_back(std::move(row));
 }
@@ -88,47 +124,37 @@ void Report::Header(const RunInfo& info) {
 
 void Report::Note(const std::string& line) { Print("# %s\n", line.c_str()); }
 
-void Report::SweepColumns(const std::vector<std::string>& paths) {
+void Report::SweepColumns(Collective collective, const std::vector<std::string>& paths) {
+  collective_ = collective;
   sweep_paths_ = paths;
-  auto has = [&](const char* name) {
-    for (const std::string& p : paths) {
-      if (p == name) return true;
-    }
-    return false;
-  };
-  // kolo's time over the baseline's: MPI_Allreduce on host buffers, ncclAllReduce on device ones.
-  const char* base = has("nccl") ? "nccl" : "mpi";
-  const bool ratio = has(base) && has("kolo");
-  ratio_base_ = base;
-  std::string line = "#" + std::string(12 + 1 + 12 + 1 + 8 + 1 + 6, ' ');
-  for (const std::string& p : paths) line += " " + Centered(p, kGroupWidth - 1);
-  Print("%s\n", line.c_str());
-  Print(kPrefixHeader1, "size", "count", "type", "redop");
-  for (size_t i = 0; i < paths.size(); ++i) Print(kGroupFormat, "time", "algbw", "busbw", "#wrong");
-  Print("%s\n", ratio ? (std::string("  kolo/") + base).c_str() : "");
-  Print(kPrefixHeader1, "(B)", "(elements)", "", "");
-  for (size_t i = 0; i < paths.size(); ++i) Print(kGroupFormat, "(us)", "(GB/s)", "(GB/s)", "");
-  Print("%s\n", ratio ? "   (time)" : "");
+  Print(kHeader0, "", "", "", "", "");
+  Print(kHeader1, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+        "time", "algbw", "busbw", "#wrong", "path");
+  Print(kHeader2, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+        "(GB/s)", "");
 }
 
-void Report::SweepRow(int64_t bytes, int64_t count, const std::string& dtype, const std::string& op,
-                      const std::vector<PathResult>& results) {
-  Print(" %12lld %12lld %8s %6s", static_cast<long long>(bytes), static_cast<long long>(count),
-        dtype.c_str(), op.c_str());
+void Report::SweepRow(const SweepKey& key, const std::vector<PathResult>& results) {
   for (const PathResult& r : results) {
-    Row row{"sweep", "", r.path, bytes, count, 1, dtype, op, r, 0, 0};
-    row.algbw = AlgBw(bytes, r.time_us);
+    Row row{"sweep", "", r.path, key.bytes, key.count, 1, key.dtype,
+            key.op,  r,  0,      0,         0,         0, key.root};
+    row.algbw = AlgBw(key.bytes, r.time_us);
     row.busbw = BusBw(row.algbw);
-    Print(kGroupFormat, Time(r.time_us).c_str(), Fixed(row.algbw, 2).c_str(),
+    Print(kRowParameters, static_cast<long long>(key.bytes), static_cast<long long>(key.count),
+          key.dtype.c_str(), key.op.c_str(), key.root);
+    Print(kRowGroup, Time(r.time_us).c_str(), Fixed(row.algbw, 2).c_str(),
           Fixed(row.busbw, 2).c_str(), Wrong(r.wrong).c_str());
+    if (r.in_place.measured) {
+      row.in_place_algbw = AlgBw(key.bytes, r.in_place.time_us);
+      row.in_place_busbw = BusBw(row.in_place_algbw);
+      Print(kRowGroup, Time(r.in_place.time_us).c_str(), Fixed(row.in_place_algbw, 2).c_str(),
+            Fixed(row.in_place_busbw, 2).c_str(), Wrong(r.in_place.wrong).c_str());
+    } else {
+      Print(kRowGroup, "N/A", "N/A", "N/A", "N/A");
+    }
+    Print("  %s\n", r.path.c_str());
     Record(std::move(row));
   }
-  const PathResult* base = FindPath(results, ratio_base_);
-  const PathResult* kolo = FindPath(results, "kolo");
-  if (base != nullptr && kolo != nullptr && base->time_us > 0) {
-    Print(" %9s", Fixed(kolo->time_us / base->time_us, 2).c_str());
-  }
-  Print("\n");
 }
 
 void Report::Model(const ModelResult& m) {
@@ -143,9 +169,10 @@ void Report::Model(const ModelResult& m) {
         "busbw", "#wrong");
   Print("# %-16s %10s %10s %10s %8s %8s %7s\n", "", "median", "", "", "(GB/s)", "(GB/s)", "");
   for (const PathResult& r : m.paths) {
-    Row row{"model", m.model, r.path, m.bytes, m.count, m.tensors, m.dtype, m.op, r, 0, 0};
+    Row row{"model", m.model, r.path, m.bytes, m.count, m.tensors, m.dtype,
+            m.op,    r,       0,      0,       0,       0,         -1};
     row.algbw = AlgBw(m.bytes, r.time_us);
-    row.busbw = BusBw(row.algbw);
+    row.busbw = AllreduceBusBwGBs(row.algbw, nranks_);
     Print("  %-16s %10.2f %10.2f %10.2f %8.2f %8.2f %7s\n", r.path.c_str(), r.time_us / 1e3,
           r.min_us / 1e3, r.max_us / 1e3, row.algbw, row.busbw, Wrong(r.wrong).c_str());
     Record(std::move(row));
@@ -162,74 +189,46 @@ void Report::Model(const ModelResult& m) {
 
 void Report::Footer() {
   Print("#\n");
-  if (any_checked_) {
-    Print("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong_),
-          total_wrong_ == 0 ? "OK" : "FAILED");
-  } else {
-    Print("# Out of bounds values : not checked (-c 0)\n");
-  }
+  // nccl-tests prints "0 OK" without a check too; the line after says nothing was checked.
+  Print("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong_),
+        total_wrong_ == 0 ? "OK" : "FAILED");
+  if (!any_checked_) Print("# (outputs not checked: -c 0)\n");
   std::map<std::string, std::pair<double, int>> busbw;  // sweep rows only, like nccl-tests
   for (const Row& row : rows_) {
     if (row.mode != "sweep") continue;
-    busbw[row.path].first += row.busbw;
-    busbw[row.path].second += 1;
+    auto& [sum, n] = busbw[row.path];
+    sum += row.busbw;
+    n += 1;
+    if (row.result.in_place.measured) {
+      sum += row.in_place_busbw;
+      n += 1;
+    }
+  }
+  std::string main_path;
+  for (const std::string& p : sweep_paths_) {
+    if (p == "kolo" || (main_path.empty() && p == sweep_paths_.back())) main_path = p;
+  }
+  nlohmann::json summary;
+  summary["record"] = "summary";
+  summary["out_of_bounds"] = total_wrong_;
+  summary["checked"] = any_checked_;
+  summary["avg_busbw"] = nlohmann::json::object();
+  const auto main_it = busbw.find(main_path);
+  if (main_it != busbw.end() && main_it->second.second > 0) {
+    Print("# Avg bus bandwidth    : %g \n", main_it->second.first / main_it->second.second);
+    summary["avg_busbw_path"] = main_path;
   }
   for (const std::string& p : sweep_paths_) {
     const auto it = busbw.find(p);
-    if (it == busbw.end()) continue;
-    Print("# Avg bus bandwidth    : %-5s %.4f GB/s\n", p.c_str(),
-          it->second.first / it->second.second);
+    if (it == busbw.end() || it->second.second == 0) continue;
+    const double mean = it->second.first / it->second.second;
+    summary["avg_busbw"][p] = mean;
+    if (p == main_path) continue;
+    Print("# avg bus bandwidth of path %s: %g (the line above is path %s's)\n", p.c_str(), mean,
+          main_path.c_str());
   }
   Print("#\n");
-}
-
-bool Report::WriteJson(const std::string& path, const RunInfo& info, std::string* error) const {
-  if (!root_) return true;
-  nlohmann::json doc;
-  doc["tool"] = "kolo-bench";
-  doc["version"] = info.version;
-  doc["command"] = info.command_line;
-  doc["ranks"] = info.ranks;
-  doc["hosts"] = nlohmann::json::object();
-  for (const auto& [host, ranks] : info.hosts) doc["hosts"][host] = ranks;
-  doc["local_size"] = info.local_size;
-  doc["cross_size"] = info.cross_size;
-  doc["mpi"] = info.mpi_library;
-  doc["thread_level"] = info.thread_level;
-  doc["env"] = nlohmann::json::object();
-  for (const auto& [name, value] : info.env) doc["env"][name] = value;
-  doc["rows"] = nlohmann::json::array();
-  for (const Row& row : rows_) {
-    nlohmann::json j;
-    j["mode"] = row.mode;
-    if (!row.model.empty()) {
-      j["model"] = row.model;
-      j["tensors"] = row.tensors;
-    }
-    j["path"] = row.path;
-    j["bytes"] = row.bytes;
-    j["count"] = row.count;
-    j["dtype"] = row.dtype;
-    j["op"] = row.op;
-    j["time_us"] = row.result.time_us;
-    j["time_min_us"] = row.result.min_us;
-    j["time_max_us"] = row.result.max_us;
-    j["algbw"] = row.algbw;
-    j["busbw"] = row.busbw;
-    j["wrong"] = row.result.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(row.result.wrong);
-    doc["rows"].push_back(std::move(j));
-  }
-  std::ofstream file(path);
-  if (!file) {
-    *error = "cannot open '" + path + "' for writing";
-    return false;
-  }
-  file << doc.dump(2) << "\n";
-  if (!file.good()) {
-    *error = "write to '" + path + "' failed";
-    return false;
-  }
-  return true;
+  if (json_ != nullptr && root_) json_->Write(summary);
 }
 
 }  // namespace kolo::bench

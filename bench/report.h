@@ -1,6 +1,8 @@
-// kolo-bench's output: the header (job, MPI, knobs in force), nccl-tests-style sweep rows with one
-// column group per path, the model-replay tables, the footer, and --json. Only rank 0 prints and
-// writes; every rank may call the functions (they keep the rows on rank 0 only).
+// kolo-bench's output: the header (job, MPI, knobs in force), the sweep rows in nccl-tests' layout
+// (one row per size and path: size count type redop root, out-of-place time algbw busbw #wrong,
+// in-place the same, then the path's name), the model-replay tables, nccl-tests' closing lines,
+// and --json records as each row is made. Only rank 0 prints and writes; every rank may call the
+// functions (they keep the rows on rank 0 only).
 #ifndef KOLO_BENCH_REPORT_H_
 #define KOLO_BENCH_REPORT_H_
 
@@ -9,6 +11,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "bench/json_lines.h"
+#include "bench/stats.h"
 
 namespace kolo::bench {
 
@@ -24,13 +29,32 @@ struct RunInfo {
   std::vector<std::pair<std::string, std::string>> env;  // KOLO_*, HOROVOD_*, MALLOC_*, OMPI_MCA_*
 };
 
-// One path's result for one row.
+// The in-place half of a sweep row: the input buffer is the output buffer.
+struct InPlaceResult {
+  bool measured = false;  // false: the path has no in-place form (printed N/A)
+  double time_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+  int64_t wrong = -1;
+};
+
+// One path's result for one row (out of place; a sweep row also has the in-place half).
 struct PathResult {
   std::string path;    // "mpi", "kolo", "mpi-per-tensor", "mpi-fused"
   double time_us = 0;  // median
   double min_us = 0;   // over the samples the median was taken of
   double max_us = 0;
   int64_t wrong = -1;  // summed over ranks; -1 when not checked (-c 0)
+  InPlaceResult in_place;
+};
+
+// What a sweep row prints before its timings.
+struct SweepKey {
+  int64_t bytes = 0;  // nccl-tests' size column (LayoutFor)
+  int64_t count = 0;
+  std::string dtype;
+  std::string op;  // "none" for collectives without a reduction
+  int root = -1;   // -1 for collectives without a root
 };
 
 // A model replay: the layout and one result per path.
@@ -54,22 +78,30 @@ class Report {
   void Header(const RunInfo& info);
   void Note(const std::string& line);  // "# line"
 
-  // A sweep table: columns for each path, then the kolo/mpi time ratio when both are there.
-  void SweepColumns(const std::vector<std::string>& paths);
+  // Rows and records go to `json` too (may be null; not owned).
+  void SetJson(JsonLines* json) { json_ = json; }
+  // The sweep's collective (its busbw factor; all-reduce unless set) and nccl-tests' header.
+  void SweepColumns(Collective collective, const std::vector<std::string>& paths);
+  void SweepColumns(const std::vector<std::string>& paths) {
+    SweepColumns(Collective::kAllreduce, paths);
+  }
+  // One row per path.
+  void SweepRow(const SweepKey& key, const std::vector<PathResult>& results);
   void SweepRow(int64_t bytes, int64_t count, const std::string& dtype, const std::string& op,
-                const std::vector<PathResult>& results);
+                const std::vector<PathResult>& results) {
+    SweepRow(SweepKey{bytes, count, dtype, op, -1}, results);
+  }
 
   void Model(const ModelResult& result);
 
-  // nccl-tests' closing lines: total #wrong (OK / FAILED) and the mean busbw per path.
+  // nccl-tests' closing lines: "# Out of bounds values : N OK|FAILED" (wrong elements over every
+  // row, path and rank) and "# Avg bus bandwidth    : X " (the mean busbw, out-of-place and
+  // in-place, of kolo's path, or of the only path when kolo is not run); the other paths' means
+  // follow on a line of their own ("# avg bus bandwidth of path mpi: X").
   void Footer();
   int64_t total_wrong() const { return total_wrong_; }
 
-  // Every row so far plus the header's facts. False with *error set when the file can't be written.
-  bool WriteJson(const std::string& path, const RunInfo& info, std::string* error) const;
-
  private:
-  std::string ratio_base_ = "mpi";  // the sweep's baseline path (SweepColumns)
   struct Row {
     std::string mode;   // "sweep" | "model"
     std::string model;  // "" for sweep rows
@@ -82,16 +114,21 @@ class Report {
     PathResult result;
     double algbw = 0;
     double busbw = 0;
+    double in_place_algbw = 0;
+    double in_place_busbw = 0;
+    int root = -1;
   };
 
   double AlgBw(int64_t bytes, double time_us) const;  // GB/s
-  double BusBw(double algbw) const;                   // algbw * 2(n-1)/n, all-reduce
+  double BusBw(double algbw) const;                   // algbw * the collective's factor
   void Record(Row row);
   void Print(const char* format, ...) const __attribute__((format(printf, 2, 3)));
 
   bool root_;
   int nranks_;
   FILE* out_;
+  Collective collective_ = Collective::kAllreduce;
+  JsonLines* json_ = nullptr;
   std::vector<std::string> sweep_paths_;
   std::vector<Row> rows_;
   int64_t total_wrong_ = 0;

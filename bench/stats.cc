@@ -24,6 +24,117 @@ double AllreduceBusBwGBs(double algbw, int ranks) {
   return ranks >= 1 ? algbw * 2.0 * (ranks - 1) / ranks : 0.0;
 }
 
+namespace {
+
+struct CollectiveNames {
+  Collective collective;
+  const char* name;
+  const char* nccl_name;  // nccl-tests' file and executable stem
+};
+
+constexpr CollectiveNames kCollectives[] = {
+    {Collective::kAllreduce, "allreduce", "all_reduce"},
+    {Collective::kAllgather, "allgather", "all_gather"},
+    {Collective::kBroadcast, "broadcast", "broadcast"},
+    {Collective::kReducescatter, "reducescatter", "reduce_scatter"},
+    {Collective::kAlltoall, "alltoall", "alltoall"},
+};
+
+}  // namespace
+
+const char* CollectiveName(Collective c) {
+  for (const CollectiveNames& n : kCollectives) {
+    if (n.collective == c) return n.name;
+  }
+  return "?";
+}
+
+bool ParseCollective(const std::string& text, Collective* c) {
+  for (const CollectiveNames& n : kCollectives) {
+    if (text == n.name || text == n.nccl_name || text == std::string(n.nccl_name) + "_perf") {
+      *c = n.collective;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool CollectiveFromProgramName(const std::string& argv0, Collective* c) {
+  const size_t slash = argv0.find_last_of('/');
+  const std::string base = slash == std::string::npos ? argv0 : argv0.substr(slash + 1);
+  for (const CollectiveNames& n : kCollectives) {
+    if (base == std::string(n.nccl_name) + "_perf") {
+      *c = n.collective;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string CollectiveNameList() {
+  std::string list;
+  for (const CollectiveNames& n : kCollectives)
+    list += (list.empty() ? "" : "|") + std::string(n.name);
+  return list;
+}
+
+bool CollectiveReduces(Collective c) {
+  return c == Collective::kAllreduce || c == Collective::kReducescatter;
+}
+
+bool CollectiveHasRoot(Collective c) { return c == Collective::kBroadcast; }
+
+CollectiveLayout LayoutFor(Collective c, int64_t size, int64_t type_size, int ranks) {
+  CollectiveLayout l;
+  const int64_t n = std::max(1, ranks);
+  const int64_t elements = type_size > 0 && size > 0 ? size / type_size : 0;
+  switch (c) {
+    case Collective::kAllreduce:
+    case Collective::kBroadcast:
+      l.count = l.send = l.recv = elements;
+      break;
+    case Collective::kAllgather:
+      l.count = l.send = elements / n;
+      l.recv = l.count * n;
+      break;
+    case Collective::kReducescatter:
+      l.count = l.recv = elements / n;
+      l.send = l.count * n;
+      break;
+    case Collective::kAlltoall:
+      l.count = elements / n;
+      l.send = l.recv = l.count * n;
+      break;
+  }
+  l.bytes = std::max(l.send, l.recv) * std::max<int64_t>(type_size, 0);
+  return l;
+}
+
+double BusBwFactor(Collective c, int ranks) {
+  if (ranks < 1) return 0.0;
+  switch (c) {
+    case Collective::kAllreduce:
+      return 2.0 * (ranks - 1) / ranks;
+    case Collective::kBroadcast:
+      return 1.0;
+    default:
+      return static_cast<double>(ranks - 1) / ranks;
+  }
+}
+
+const char* RankCombineName(RankCombine mode) {
+  switch (mode) {
+    case RankCombine::kRank0:
+      return "rank 0's";
+    case RankCombine::kAverage:
+      return "the mean over ranks";
+    case RankCombine::kMin:
+      return "the min over ranks";
+    default:
+      return "the max over ranks";
+  }
+}
+
 LineFit FitLine(const std::vector<double>& x, const std::vector<double>& y,
                 const std::vector<double>& weights) {
   LineFit fit;

@@ -18,6 +18,44 @@ double AlgBwGBs(int64_t bytes, double time_us);
 // for the ring to take this long (0 for p < 1).
 double AllreduceBusBwGBs(double algbw, int ranks);
 
+// The collectives of the sweep, as nccl-tests has them (all_reduce_perf, all_gather_perf, ...).
+enum class Collective { kAllreduce, kAllgather, kBroadcast, kReducescatter, kAlltoall };
+
+// "allreduce", "allgather", "broadcast", "reducescatter", "alltoall".
+const char* CollectiveName(Collective c);
+// The names above, nccl-tests' spellings with underscores ("all_reduce", "reduce_scatter") and its
+// executables' names ("all_gather_perf"). False for anything else.
+bool ParseCollective(const std::string& text, Collective* c);
+// The collective an executable's name asks for: ".../all_gather_perf" -> kAllgather; false for
+// any other name (kolo-bench itself).
+bool CollectiveFromProgramName(const std::string& argv0, Collective* c);
+// "allreduce|allgather|broadcast|reducescatter|alltoall" for --help and error messages.
+std::string CollectiveNameList();
+bool CollectiveReduces(Collective c);  // allreduce, reducescatter: -o applies
+bool CollectiveHasRoot(Collective c);  // broadcast: -r applies
+
+// nccl-tests' buffers for one size of the sweep (its GetCollByteCount), in elements of one rank:
+//   allreduce, broadcast     send = recv = count = size / type
+//   allgather                send = count, recv = n * count           count = size / type / n
+//   reducescatter            send = n * count, recv = count           count = size / type / n
+//   alltoall                 send = recv = n * count (count per peer) count = size / type / n
+// `count` is the printed count; `bytes` the printed size: the larger of send and recv in bytes
+// (the -b/-e/-f size rounded down to whole elements, and to a multiple of n for the last three).
+struct CollectiveLayout {
+  int64_t count = 0;
+  int64_t send = 0;
+  int64_t recv = 0;
+  int64_t bytes = 0;
+};
+CollectiveLayout LayoutFor(Collective c, int64_t size, int64_t type_size, int ranks);
+// nccl-tests' bus bandwidth factor (busbw = algbw * factor, algbw = bytes / time):
+// allreduce 2(n-1)/n, allgather, reducescatter and alltoall (n-1)/n, broadcast 1.
+double BusBwFactor(Collective c, int ranks);
+
+// nccl-tests' -a: how one timing is combined over ranks (its "average" mode).
+enum class RankCombine { kRank0 = 0, kAverage = 1, kMin = 2, kMax = 3 };
+const char* RankCombineName(RankCombine mode);  // "rank 0", "mean", "min", "max"
+
 // y = intercept + slope * x by weighted least squares over (x[i], y[i]) (weights empty: all 1);
 // ok false when fewer than two distinct x (or a weight list shorter than x). Weights let a fit
 // over sizes from bytes to MiBs not be decided by the largest time alone (bench/calibrate.h).

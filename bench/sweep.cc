@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
-#include "bench/check.h"
+#include "bench/collective.h"
 
 namespace kolo::bench {
 namespace {
@@ -12,37 +13,13 @@ namespace {
 // Stop printing first-wrong-element lines after this many per run; the counts still add up.
 constexpr int kMaxWrongReports = 8;
 
-struct SweepPath {
-  std::string name;
-  Buffer output;
+// One path in one form (out of place or in place) of the sweep.
+struct Slot {
+  std::string path;
+  bool in_place;
+  Buffer output;                   // the output; in place, also the input
   std::vector<double> samples_us;  // this rank's per-call mean of each timed block
   int64_t wrong = 0;               // this rank's wrong elements
-};
-
-class SizeRunner {
- public:
-  SizeRunner(const World& world, const MpiAllreducer& mpi, const Buffer& input,
-             const DtypeInfo& dtype, const OpInfo& op)
-      : world_(world), mpi_(mpi), input_(input), dtype_(dtype), op_(op) {}
-
-  void Call(const SweepPath& path, int64_t count, const char* name) const {
-    if (path.name == "mpi") {
-      mpi_.Run(input_.data(), path.output.data(), count, dtype_, op_);
-    } else {
-      const int64_t shape[1] = {count};
-      KoloFinish(world_,
-                 KoloSubmit(world_, name, input_.data(), path.output.data(), dtype_.kolo, 1, shape,
-                            op_.kolo),
-                 name);
-    }
-  }
-
- private:
-  const World& world_;
-  const MpiAllreducer& mpi_;
-  const Buffer& input_;
-  const DtypeInfo& dtype_;
-  const OpInfo& op_;
 };
 
 }  // namespace
@@ -73,91 +50,145 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
     return;
   }
   const int64_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
-  const Buffer input(world, static_cast<size_t>(max_bytes), "the input");
-  std::vector<SweepPath> paths;
+  const size_t buffer_bytes = static_cast<size_t>(std::max<int64_t>(max_bytes, 1));
+  const Buffer input(world, buffer_bytes, "the input");
+  const Buffer pristine(world, buffer_bytes, "the in-place input");
+  std::vector<Slot> slots;
   for (const std::string& name : options.paths) {
-    paths.push_back(
-        SweepPath{name, Buffer(world, static_cast<size_t>(max_bytes), "an output"), {}, 0});
+    for (const bool in_place : {false, true}) {
+      if (in_place && !CollectiveRunner::HasInPlace(options.collective, name)) continue;
+      slots.push_back(Slot{name, in_place, Buffer(world, buffer_bytes, "an output"), {}, 0});
+    }
   }
-  const int npaths = static_cast<int>(paths.size());
-  report->SweepColumns(options.paths);
+  const int nslots = static_cast<int>(slots.size());
+  report->SweepColumns(options.collective, options.paths);
   int wrong_reports = 0;
+  bool skipped_note = false;
+  const int total = static_cast<int>(sizes.size() * options.dtypes.size() * options.ops.size());
+  int done = 0;
+  Progress progress(options.progress && world.rank == 0, total);
 
   for (const DtypeInfo* dtype : options.dtypes) {
     for (const OpInfo* op : options.ops) {
-      const CheckPattern pattern(*dtype, *op, world.size);
-      pattern.Fill(input.data(), max_bytes / static_cast<int64_t>(dtype->size), world.rank, 0);
-      if (options.check && !pattern.exact()) {
+      const CollectiveRunner runner(world, mpi, options.collective, *dtype, *op, options.root);
+      if (options.check && !runner.exact()) {
         report->Note(std::string(dtype->name) + " " + std::string(op->name) + " over " +
                      std::to_string(world.size) +
                      " ranks: no input pattern reduces exactly; #wrong may count rounding");
       }
-      const SizeRunner runner(world, mpi, input, *dtype, *op);
-
       for (const int64_t size : sizes) {
-        const int64_t count = size / static_cast<int64_t>(dtype->size);
-        if (count == 0) continue;
-        const int64_t bytes = count * static_cast<int64_t>(dtype->size);
-        const std::string name = "kolo-bench/" + std::string(dtype->name) + "/" +
-                                 std::string(op->name) + "/" + std::to_string(bytes);
-        auto check = [&](SweepPath& path, const char* when) {
+        progress.Done(done++);
+        const CollectiveLayout layout =
+            LayoutFor(options.collective, size, static_cast<int64_t>(dtype->size), world.size);
+        if (layout.count == 0) {
+          if (!skipped_note) {
+            report->Note("sizes of less than one " + std::string(dtype->name) +
+                         " element per rank are skipped");
+            skipped_note = true;
+          }
+          continue;
+        }
+        const size_t in_place_bytes = static_cast<size_t>(runner.InPlaceBytes(layout));
+        runner.FillInput(input.data(), layout);
+        runner.FillInPlace(pristine.data(), layout);
+        const std::string stem = "kolo-bench/" + std::string(CollectiveName(options.collective)) +
+                                 "/" + std::string(dtype->name) + "/" + std::string(op->name) +
+                                 "/" + std::to_string(layout.bytes);
+        const std::string names[2] = {stem, stem + "/in-place"};
+        auto send_of = [&](Slot& slot) -> const void* {
+          return slot.in_place ? slot.output.data() : input.data();
+        };
+        auto reset = [&](Slot& slot) {
+          if (slot.in_place) {
+            std::memcpy(slot.output.data(), pristine.data(), in_place_bytes);
+          } else {
+            Poison(slot.output.data(), static_cast<size_t>(layout.recv) * dtype->size);
+          }
+        };
+        auto checked_call = [&](Slot& slot, const char* when) {
+          reset(slot);
+          runner.Call(slot.path, send_of(slot), slot.output.data(), layout,
+                      names[slot.in_place ? 1 : 0], /*capture=*/true);
           std::string first_bad;
-          const int64_t wrong = pattern.CountWrong(path.output.data(), count, 0, &first_bad);
-          path.wrong += wrong;
+          const int64_t wrong =
+              runner.CountWrong(slot.output.data(), layout, slot.in_place, &first_bad);
+          slot.wrong += wrong;
           if (wrong > 0 && wrong_reports++ < kMaxWrongReports) {
             std::fprintf(stderr,
-                         "kolo-bench: rank %d: path %s, %s %s, %lld B (%s): %lld wrong, first: "
-                         "%s\n",
-                         world.rank, path.name.c_str(), std::string(dtype->name).c_str(),
-                         std::string(op->name).c_str(), static_cast<long long>(bytes), when,
+                         "kolo-bench: rank %d: %s, path %s%s, %s %s, %lld B (%s): %lld wrong, "
+                         "first: %s\n",
+                         world.rank, CollectiveName(options.collective), slot.path.c_str(),
+                         slot.in_place ? " in place" : "", std::string(dtype->name).c_str(),
+                         runner.OpColumn().c_str(), static_cast<long long>(layout.bytes), when,
                          static_cast<long long>(wrong), first_bad.c_str());
           }
         };
+        auto call = [&](Slot& slot) {
+          runner.Call(slot.path, send_of(slot), slot.output.data(), layout,
+                      names[slot.in_place ? 1 : 0], /*capture=*/false);
+        };
 
-        for (SweepPath& path : paths) {
-          path.samples_us.clear();
-          path.wrong = 0;
+        for (Slot& slot : slots) {
+          slot.samples_us.clear();
+          slot.wrong = 0;
           if (options.check) {
-            Poison(path.output.data(), static_cast<size_t>(bytes));
-            runner.Call(path, count, name.c_str());
-            check(path, "first call");
+            checked_call(slot, "first call");
+          } else {
+            reset(slot);
           }
         }
         const int more_warmup = options.check ? options.warmup - 1 : options.warmup;
         for (int w = 0; w < more_warmup; ++w) {
-          for (const SweepPath& path : paths) runner.Call(path, count, name.c_str());
+          for (Slot& slot : slots) call(slot);
         }
         for (int r = 0; r < options.repeats; ++r) {
-          const bool last = r == options.repeats - 1;
-          for (int k = 0; k < npaths; ++k) {
-            SweepPath& path = paths[(r + k) % npaths];
-            if (options.check && last) Poison(path.output.data(), static_cast<size_t>(bytes));
+          for (int k = 0; k < nslots; ++k) {
+            Slot& slot = slots[(r + k) % nslots];
+            if (slot.in_place) reset(slot);
             Barrier(world);
             const double start = NowSeconds();
-            for (int i = 0; i < options.iters; ++i) runner.Call(path, count, name.c_str());
-            path.samples_us.push_back((NowSeconds() - start) * 1e6 / options.iters);
+            for (int i = 0; i < options.iters; ++i) {
+              call(slot);
+              if (options.blocking) Barrier(world);
+            }
+            slot.samples_us.push_back((NowSeconds() - start) * 1e6 / options.iters);
           }
         }
 
         std::vector<double> samples;
-        for (SweepPath& path : paths) {
-          if (options.check) check(path, "last timed call");
-          samples.insert(samples.end(), path.samples_us.begin(), path.samples_us.end());
+        for (Slot& slot : slots) {
+          if (options.check) checked_call(slot, "after the timed calls");
+          samples.insert(samples.end(), slot.samples_us.begin(), slot.samples_us.end());
         }
-        samples = MaxOverRanks(world, samples);
+        samples = CombineOverRanks(world, samples, options.average);
         std::vector<PathResult> results;
-        for (int p = 0; p < npaths; ++p) {
-          const auto first = samples.begin() + p * options.repeats;
+        for (int s = 0; s < nslots; ++s) {
+          const auto first = samples.begin() + s * options.repeats;
           const std::vector<double> mine(first, first + options.repeats);
-          PathResult result;
-          result.path = paths[p].name;
-          result.time_us = Median(mine);
-          result.min_us = *std::min_element(mine.begin(), mine.end());
-          result.max_us = *std::max_element(mine.begin(), mine.end());
-          result.wrong = options.check ? SumOverRanks(world, paths[p].wrong) : -1;
-          results.push_back(result);
+          const double median = Median(mine);
+          const double lo = *std::min_element(mine.begin(), mine.end());
+          const double hi = *std::max_element(mine.begin(), mine.end());
+          const int64_t wrong = options.check ? SumOverRanks(world, slots[s].wrong) : -1;
+          if (!slots[s].in_place) {
+            PathResult result;
+            result.path = slots[s].path;
+            result.time_us = median;
+            result.min_us = lo;
+            result.max_us = hi;
+            result.wrong = wrong;
+            results.push_back(result);
+          } else {
+            InPlaceResult& ip = results.back().in_place;  // the out-of-place slot comes first
+            ip.measured = true;
+            ip.time_us = median;
+            ip.min_us = lo;
+            ip.max_us = hi;
+            ip.wrong = wrong;
+          }
         }
-        report->SweepRow(bytes, count, std::string(dtype->name), std::string(op->name), results);
+        report->SweepRow(SweepKey{layout.bytes, layout.count, std::string(dtype->name),
+                                  runner.OpColumn(), runner.RootColumn()},
+                         results);
       }
     }
   }

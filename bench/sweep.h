@@ -1,16 +1,19 @@
 // The nccl-tests-style size sweep: for each size from -b to -e (times -f, or plus -i), one
-// all-reduce of that many bytes on every path, side by side:
-//   mpi   MPI_Allreduce on the bench's dup of MPI_COMM_WORLD (see dtypes.h for half and avg)
-//   kolo  kolo_allreduce_async + kolo_wait through the whole runtime: enqueue, negotiate, fuse,
-//         run, complete (one tensor per call, one name per size, reused every iteration)
+// collective (--collective; all-reduce by default, bench/collective.h) of that size on every path,
+// side by side, out of place and in place:
+//   mpi   the MPI collective on the bench's dup of MPI_COMM_WORLD (see dtypes.h for half and avg)
+//   kolo  kolo's C API (kolo_allreduce_async ... + kolo_wait) through the whole runtime: enqueue,
+//         negotiate, fuse, run, complete (one name per size and form, reused every iteration)
 //
-// Per size, for each path: one call whose output is checked (-c 1; the output is poisoned
-// first), warmup-1 more calls, then `repeats` timed blocks of `iters` back-to-back calls. The
-// blocks of the paths are interleaved and their order alternates (A B, B A, A B, ...) so that
-// drift on a noisy machine does not favour one path. A block's time is its per-call mean, taken
-// as the max over ranks (a collective is done when its slowest rank is); the row shows the
-// median block. With -c 1 the output of the last timed block is checked again, so a path that is
-// right on first use and wrong on reuse (e.g. a cache fast path) is caught too.
+// Per size, for each path and form: one call whose output is checked (-c 1; the output is
+// poisoned first), warmup-1 more calls, then `repeats` timed blocks of `iters` back-to-back calls
+// (-z 1: a barrier after each call, like nccl-tests' blocking mode). The blocks of the paths and
+// forms are interleaved and their order rotates (A B C D, B C D A, ...) so that drift on a noisy
+// machine does not favour one of them. An in-place block starts from a fresh copy of the input
+// (not timed). A block's time is its per-call mean, combined over ranks as -a says (default: the
+// max: a collective is done when its slowest rank is); the row shows the median block. With -c 1
+// one more checked call follows the timed blocks, so a path that is right on first use and wrong
+// on reuse (e.g. a cache fast path) is caught too.
 // All buffers are sized for -e, allocated and first-touched once, and reused by every size.
 #ifndef KOLO_BENCH_SWEEP_H_
 #define KOLO_BENCH_SWEEP_H_
@@ -22,6 +25,7 @@
 #include "bench/dtypes.h"
 #include "bench/harness.h"
 #include "bench/report.h"
+#include "bench/stats.h"
 
 namespace kolo::bench {
 
@@ -37,6 +41,11 @@ struct SweepOptions {
   std::vector<const DtypeInfo*> dtypes;
   std::vector<const OpInfo*> ops;
   std::vector<std::string> paths;  // "mpi", "kolo"
+  Collective collective = Collective::kAllreduce;
+  int root = 0;                             // broadcast
+  RankCombine average = RankCombine::kMax;  // -a 0..3
+  bool blocking = false;                    // -z 1
+  bool progress = true;                     // the stderr progress line (rank 0)
 };
 
 // nccl-tests' sequence: min, then *factor (or +step) while <= max. Empty when min > max.

@@ -84,8 +84,13 @@ def rows(name, label, r):
                 yield "%s B %s" % (row["bytes"], row["algorithm"]), float(row["time_us"])
         return
     with open(stem + ".json") as f:
-        for row in json.load(f)["rows"]:
-            yield (row.get("model") or "%d B" % row["bytes"]) + " " + row["path"], row["time_us"]
+        text = f.read()
+    try:  # kolo-bench before JSON Lines: one document with "rows"
+        rows = json.loads(text)["rows"]
+    except ValueError:  # JSON Lines: a "run" record, "row" records, a "summary"
+        rows = [r for r in map(json.loads, text.splitlines()) if r.get("record") == "row"]
+    for row in rows:
+        yield (row.get("model") or "%d B" % row["bytes"]) + " " + row["path"], row["time_us"]
 
 print("%-10s %-28s %11s %11s %7s %11s %11s %7s" % (
     "run", "row", "base med", "cur med", "ratio", "base best", "cur best", "ratio"))

@@ -108,3 +108,59 @@ TEST(BenchStatsTest, CsvRowsAndUnknownFields) {
 
 }  // namespace
 }  // namespace kolo::bench
+
+namespace kolo::bench {
+namespace {
+
+// nccl-tests' size/count convention and bus bandwidth factors (its src/*.cu GetCollByteCount and
+// GetBw), and the names its users type.
+TEST(BenchCollectiveTest, LayoutFollowsNcclTests) {
+  CollectiveLayout l = LayoutFor(Collective::kAllreduce, 1024, 4, 3);
+  EXPECT_EQ(l.count, 256);
+  EXPECT_EQ(l.bytes, 1024);
+  l = LayoutFor(Collective::kAllgather, 1024, 4, 3);  // 85 per rank, 255 gathered
+  EXPECT_EQ(l.count, 85);
+  EXPECT_EQ(l.send, 85);
+  EXPECT_EQ(l.recv, 255);
+  EXPECT_EQ(l.bytes, 1020);
+  l = LayoutFor(Collective::kReducescatter, 1024, 4, 3);
+  EXPECT_EQ(l.count, 85);
+  EXPECT_EQ(l.send, 255);
+  EXPECT_EQ(l.recv, 85);
+  EXPECT_EQ(l.bytes, 1020);
+  l = LayoutFor(Collective::kAlltoall, 1024, 4, 3);
+  EXPECT_EQ(l.count, 85);
+  EXPECT_EQ(l.send, 255);
+  EXPECT_EQ(l.recv, 255);
+  l = LayoutFor(Collective::kBroadcast, 10, 4, 3);
+  EXPECT_EQ(l.count, 2);
+  EXPECT_EQ(l.bytes, 8);
+  EXPECT_EQ(LayoutFor(Collective::kAllgather, 8, 4, 3).count, 0);  // less than one per rank
+}
+
+TEST(BenchCollectiveTest, BusBandwidthFactors) {
+  EXPECT_DOUBLE_EQ(BusBwFactor(Collective::kAllreduce, 4), 1.5);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Collective::kAllgather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Collective::kReducescatter, 4), 0.75);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Collective::kAlltoall, 4), 0.75);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Collective::kBroadcast, 4), 1.0);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Collective::kAllreduce, 1), 0.0);
+}
+
+TEST(BenchCollectiveTest, NamesAndProgramNames) {
+  Collective c = Collective::kAllreduce;
+  EXPECT_TRUE(ParseCollective("reduce_scatter", &c));
+  EXPECT_EQ(c, Collective::kReducescatter);
+  EXPECT_TRUE(ParseCollective("all_gather_perf", &c));
+  EXPECT_EQ(c, Collective::kAllgather);
+  EXPECT_TRUE(ParseCollective("alltoall", &c));
+  EXPECT_EQ(c, Collective::kAlltoall);
+  EXPECT_FALSE(ParseCollective("gather", &c));
+  EXPECT_TRUE(CollectiveFromProgramName("/opt/bin/broadcast_perf", &c));
+  EXPECT_EQ(c, Collective::kBroadcast);
+  EXPECT_FALSE(CollectiveFromProgramName("/opt/bin/kolo-bench", &c));
+  EXPECT_STREQ(CollectiveName(Collective::kAllgather), "allgather");
+}
+
+}  // namespace
+}  // namespace kolo::bench
