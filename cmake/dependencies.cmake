@@ -1,13 +1,48 @@
-# Required: MPI, hwloc, FlatBuffers, spdlog, threads. Optional (AUTO|ON|OFF): CUDA+NCCL, UCX,
-# PMIx (bounds kolo_init's start: runtime/world/start_fence.h).
+# Required: MPI, hwloc, FlatBuffers, spdlog, nlohmann-json, CLI11, DLPack, threads. Optional
+# (AUTO|ON|OFF): CUDA+NCCL, UCX, PMIx (bounds kolo_init's start: runtime/world/start_fence.h).
+#
+# A required dependency that is missing stops the configuration with one line naming the Debian
+# package that provides it: pip shows CMake's output, and "Could NOT find X" sends a user who runs
+# `pip install` hunting for the package name. (A message that starts with a space is left as one
+# line; CMake wraps the others at 80 columns.)
+function(kolo_missing what packages)
+  message(FATAL_ERROR " kolo needs ${what}: install it with `apt-get install ${packages}`")
+endfunction()
+
 find_package(Threads REQUIRED)
-find_package(MPI REQUIRED COMPONENTS C CXX)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
+find_package(PkgConfig QUIET)
+if(NOT PkgConfig_FOUND)
+  kolo_missing("pkg-config" "pkg-config")
+endif()
+find_package(MPI QUIET COMPONENTS C CXX)
+if(NOT MPI_FOUND)
+  kolo_missing("MPI's development files (mpi.h and mpicc)" "libopenmpi-dev openmpi-bin")
+endif()
+pkg_check_modules(HWLOC QUIET IMPORTED_TARGET hwloc>=2.0)
+if(NOT HWLOC_FOUND)
+  kolo_missing("hwloc 2 (pkg-config hwloc)" "libhwloc-dev")
+endif()
 # Debian ships FlatBuffersConfig.cmake; only flatc and the header-only builder/verifier are used.
-find_package(flatbuffers NAMES FlatBuffers flatbuffers REQUIRED)
-find_package(spdlog REQUIRED)
-find_package(nlohmann_json 3 REQUIRED)  # tuning files (collectives/select/cost_model.cc)
+find_package(flatbuffers NAMES FlatBuffers flatbuffers QUIET)
+if(NOT flatbuffers_FOUND OR NOT TARGET flatbuffers::flatc)
+  kolo_missing("FlatBuffers and its compiler flatc" "libflatbuffers-dev flatbuffers-compiler")
+endif()
+find_package(spdlog QUIET)
+if(NOT spdlog_FOUND)
+  kolo_missing("spdlog" "libspdlog-dev")
+endif()
+find_package(nlohmann_json 3 QUIET)  # tuning files (collectives/select/cost_model.cc)
+if(NOT nlohmann_json_FOUND)
+  kolo_missing("nlohmann-json 3" "nlohmann-json3-dev")
+endif()
+find_package(CLI11 CONFIG QUIET)  # the command lines of kolo-bench and kolo-topo
+if(NOT CLI11_FOUND)
+  kolo_missing("CLI11" "libcli11-dev")
+endif()
+find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h)  # the Python extension's tensor exchange
+if(NOT DLPACK_INCLUDE_DIR)
+  kolo_missing("DLPack's header dlpack/dlpack.h" "libdlpack-dev")
+endif()
 
 # kolo_optional(<VAR> <found>): resolve an AUTO|ON|OFF option against what was found.
 function(kolo_resolve_option var found what)

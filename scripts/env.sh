@@ -8,6 +8,7 @@
 #                      checkouts sharing one machine build one at a time (unset: no lock)
 #   KOLO_MPIRUN_FLAGS  array of mpirun flags for containers: --oversubscribe, so 3 or 4 ranks run
 #                      on 2 cores (CMake's MPIEXEC_PREFLAGS gets the same flags from setup.sh)
+#   KOLO_PACKAGES      array of the Debian packages kolo builds, tests and runs with
 # and, when running as root (CI, containers), exports Open MPI's two variables that allow it.
 
 KOLO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +19,19 @@ export KOLO_BUILD_JOBS="${KOLO_BUILD_JOBS:-2}"
 # Not exported (bash cannot export arrays); every script that needs it sources this file.
 # shellcheck disable=SC2034
 KOLO_MPIRUN_FLAGS=(--oversubscribe)
+# shellcheck disable=SC2034
+KOLO_PACKAGES=(
+  build-essential cmake pkg-config
+  libopenmpi-dev openmpi-bin libpmix-dev
+  libhwloc-dev hwloc
+  libucx-dev
+  libflatbuffers-dev flatbuffers-compiler
+  libspdlog-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  pybind11-dev libdlpack-dev python3-venv
+  python3-dev python3-numpy python3-torch python3-sklearn python3-pytest
+  python3-matplotlib
+)
 
 if [[ "$(id -u)" == 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1

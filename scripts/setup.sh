@@ -17,19 +17,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "${KOLO_ROOT}"
 
-readonly KOLO_PACKAGES=(
-  build-essential cmake pkg-config
-  libopenmpi-dev openmpi-bin libpmix-dev
-  libhwloc-dev hwloc
-  libucx-dev
-  libflatbuffers-dev flatbuffers-compiler
-  libspdlog-dev libcli11-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  pybind11-dev libdlpack-dev
-  python3-dev python3-numpy python3-torch python3-sklearn python3-pytest
-  python3-matplotlib
-)
-
 configure_and_build() {
   local preflags
   preflags="$(IFS=';'; echo "${KOLO_MPIRUN_FLAGS[*]}")"

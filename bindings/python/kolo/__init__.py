@@ -10,7 +10,8 @@ try:
     from kolo._kolo import KoloError  # noqa: F401  (re-exported)
 except ImportError as _e:  # pragma: no cover - only without a build
     raise ImportError(
-        "kolo: the extension kolo._kolo is missing or does not load (%s). Build kolo with CMake "
+        "kolo: the extension kolo._kolo is missing or does not load (%s). Install kolo with "
+        "`pip install <kolo clone>` for this interpreter, or build it with CMake "
         "(scripts/setup.sh) and put build/python on PYTHONPATH, using the interpreter it was "
         "built for (Debian's /usr/bin/python3 by default)." % (_e,)) from _e
 

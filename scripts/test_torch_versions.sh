@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# kolo with the newest torch from PyPI, as a pip user gets it (the README's test command covers
+# Debian's torch 1.13 from the build tree). In a virtual environment made from Debian's
+# /usr/bin/python3 without Debian's packages, it installs torch, numpy, scikit-learn and pytest
+# from PyPI, makes kolo's sdist (`python -m build --sdist`) and installs it, so the sdist is
+# checked too; then, launched with kolorun, the pytest suite of kolo.torch at 2 and 3 ranks (and
+# its Adasum files at 4) and the main job. It ends with the versions, for docs/compatibility.md.
+# Non-zero on any failure.
+#
+# Usage: scripts/test_torch_versions.sh [torch requirement, default "torch": the newest]
+# Environment: KOLO_TORCH_VENV (default build/torch-venv/; kept between runs, so pip's cache and
+#              the installed torch make a second run short), KOLO_SKIP_APT=1 as for setup.sh.
+set -euo pipefail
+
+# shellcheck source=scripts/env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "${KOLO_ROOT}"
+
+start=${SECONDS}
+torch_req="${1:-torch}"
+venv="${KOLO_TORCH_VENV:-${KOLO_ROOT}/build/torch-venv}"
+sdist_dir="${KOLO_ROOT}/build/sdist"
+kolo_install_packages "${KOLO_PACKAGES[@]}"
+if [[ ! -x "${venv}/bin/python" ]]; then
+  kolo_run /usr/bin/python3 -m venv "${venv}"
+fi
+pip=("${venv}/bin/python" -m pip --disable-pip-version-check)
+kolo_run "${pip[@]}" install --upgrade "${torch_req}" numpy scikit-learn pytest build
+rm -rf "${sdist_dir}"
+kolo_run "${venv}/bin/python" -m build --sdist --outdir "${sdist_dir}" "${KOLO_ROOT}"
+kolo_run "${pip[@]}" install --force-reinstall --no-deps "${sdist_dir}"/kolo-*.tar.gz
+kolo_log "venv ready in $((SECONDS - start)) s"
+
+# Outside the repository, so `import kolo` is the installed package.
+cd /
+export PATH="${venv}/bin:${PATH}" PYTHONDONTWRITEBYTECODE=1
+tests="${KOLO_ROOT}/tests/python"
+for np in 2 3; do
+  kolo_run kolorun -np "${np}" python -m pytest -x -q -p no:cacheprovider "${tests}"
+done
+kolo_run kolorun -np 4 python -m pytest -x -q -p no:cacheprovider "${tests}/test_adasum.py" \
+  "${tests}/test_adasum_optimizer.py"
+kolo_run kolorun -np 2 python "${KOLO_ROOT}/examples/train_digits.py"
+
+kolo_log "passed in $((SECONDS - start)) s with:"
+python - <<'PY' >&2
+import platform, numpy, sklearn, torch, kolo
+print("  Python %s, torch %s, numpy %s, scikit-learn %s, kolo %s"
+      % (platform.python_version(), torch.__version__, numpy.__version__, sklearn.__version__,
+         kolo.__version__))
+PY
