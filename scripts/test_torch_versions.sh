@@ -4,8 +4,9 @@
 # /usr/bin/python3 without Debian's packages, it installs torch, numpy, scikit-learn and pytest
 # from PyPI, makes kolo's sdist (`python -m build --sdist`) and installs it, so the sdist is
 # checked too; then, launched with kolorun, the pytest suite of kolo.torch at 2 and 3 ranks (and
-# its Adasum files at 4) and the main job. It ends with the versions, for docs/compatibility.md.
-# Non-zero on any failure.
+# its Adasum files at 4), the main job and kolo-bench, and kolo-topo; last, `pip uninstall kolo`
+# must leave nothing behind. It ends with the versions, for docs/compatibility.md. Non-zero on
+# any failure.
 #
 # Usage: scripts/test_torch_versions.sh [torch requirement, default "torch": the newest]
 # Environment: KOLO_TORCH_VENV (default build/torch-venv/; kept between runs, so pip's cache and
@@ -41,11 +42,26 @@ done
 kolo_run kolorun -np 4 python -m pytest -x -q -p no:cacheprovider "${tests}/test_adasum.py" \
   "${tests}/test_adasum_optimizer.py"
 kolo_run kolorun -np 2 python "${KOLO_ROOT}/examples/train_digits.py"
+# The other console scripts: the wheel's executables, through their entry points.
+kolo_run kolorun -np 2 kolo-bench -b 8 -e 64K -f 8 -n 3 -w 1
+kolo_run kolo-topo >/dev/null
+kolo_run kolorun --check-build
 
-kolo_log "passed in $((SECONDS - start)) s with:"
-python - <<'PY' >&2
+versions="$(python - <<'PY'
 import platform, numpy, sklearn, torch, kolo
-print("  Python %s, torch %s, numpy %s, scikit-learn %s, kolo %s"
+print("Python %s, torch %s, numpy %s, scikit-learn %s, kolo %s"
       % (platform.python_version(), torch.__version__, numpy.__version__, sklearn.__version__,
          kolo.__version__))
 PY
+)"
+
+# pip uninstall leaves nothing of kolo behind.
+kolo_run "${pip[@]}" uninstall -y kolo
+left="$(find "${venv}" -path '*/site-packages/kolo*' -o -name 'kolorun' -o -name 'kolo-bench' \
+  -o -name 'kolo-topo' | head -n 5)"
+if [[ -n "${left}" ]]; then
+  kolo_log "pip uninstall kolo left: ${left}"
+  exit 1
+fi
+
+kolo_log "passed in $((SECONDS - start)) s with ${versions}"
