@@ -3,6 +3,8 @@
 #include <climits>
 #include <cstring>
 
+#include "bench/collective_index.h"
+
 namespace kolo::bench {
 namespace {
 
@@ -21,11 +23,6 @@ CollectiveRunner::CollectiveRunner(const World& world, const MpiAllreducer& mpi,
       root_(root),
       pattern_(dtype, CollectiveReduces(collective) ? op : SumOp(), world.size) {}
 
-bool CollectiveRunner::HasInPlace(Collective collective, const std::string& path) {
-  return path == "mpi" || collective == Collective::kAllreduce ||
-         collective == Collective::kBroadcast;
-}
-
 std::string CollectiveRunner::OpColumn() const {
   return CollectiveReduces(collective_) ? std::string(op_.name) : "none";
 }
@@ -36,37 +33,12 @@ int64_t CollectiveRunner::InPlaceBytes(const CollectiveLayout& layout) const {
   return layout.bytes;
 }
 
-double CollectiveRunner::InputAt(int64_t j, const CollectiveLayout& layout) const {
-  const int r = world_.rank;
-  const int64_t n = world_.size;
-  const int64_t c = layout.count;
-  switch (collective_) {
-    case Collective::kAllgather:
-      return pattern_.Input(r, r * c + j);
-    case Collective::kAlltoall:
-      return pattern_.Input(r, ((j / c) * n + r) * c + j % c);
-    default:
-      return pattern_.Input(r, j);
-  }
+double CollectiveRunner::Value(const PatternElement& e) const {
+  return e.reduced ? pattern_.Expected(e.index) : pattern_.Input(e.rank, e.index);
 }
 
-double CollectiveRunner::ExpectedAt(int64_t j, const CollectiveLayout& layout) const {
-  const int64_t r = world_.rank;
-  const int64_t n = world_.size;
-  const int64_t c = layout.count;
-  switch (collective_) {
-    case Collective::kAllreduce:
-      return pattern_.Expected(j);
-    case Collective::kReducescatter:
-      return pattern_.Expected(r * c + j);
-    case Collective::kAllgather:
-      return pattern_.Input(static_cast<int>(j / c), j);
-    case Collective::kBroadcast:
-      return pattern_.Input(root_, j);
-    case Collective::kAlltoall:
-      return pattern_.Input(static_cast<int>(j / c), (r * n + j / c) * c + j % c);
-  }
-  return 0;
+double CollectiveRunner::InputAt(int64_t j, const CollectiveLayout& layout) const {
+  return Value(SendElement(collective_, world_.rank, world_.size, root_, layout.count, j));
 }
 
 void CollectiveRunner::FillInput(void* send, const CollectiveLayout& layout) const {
@@ -144,6 +116,15 @@ void CollectiveRunner::CallMpi(const void* send, void* recv, const CollectiveLay
 
 void CollectiveRunner::CallKolo(const void* send, void* recv, const CollectiveLayout& layout,
                                 const std::string& name, bool capture) const {
+  const bool owned_output = collective_ == Collective::kAllgather ||
+                            collective_ == Collective::kReducescatter ||
+                            collective_ == Collective::kAlltoall;
+  const bool in_place = send == recv;
+  if (in_place && collective_ == Collective::kAllgather) {
+    // nccl-tests' in-place all-gather: the input is this rank's part of the output buffer.
+    send = static_cast<const char*>(recv) +
+           world_.rank * layout.count * static_cast<int64_t>(dtype_.size);
+  }
   const char* id = name.c_str();
   kolo_handle_t handle = nullptr;
   kolo_status_t status = KOLO_SUCCESS;
@@ -183,10 +164,7 @@ void CollectiveRunner::CallKolo(const void* send, void* recv, const CollectiveLa
     }
   }
   CheckKolo(world_, status, call, id, nullptr);
-  const bool owned_output = collective_ == Collective::kAllgather ||
-                            collective_ == Collective::kReducescatter ||
-                            collective_ == Collective::kAlltoall;
-  if (capture && owned_output) {
+  if ((capture || in_place) && owned_output) {
     CheckKolo(world_, kolo_wait(handle), "kolo_wait", id, handle);
     const void* data = nullptr;
     int ndim = 0;
@@ -199,26 +177,38 @@ void CollectiveRunner::CallKolo(const void* send, void* recv, const CollectiveLa
                        std::to_string(layout.recv));
     }
     if (layout.recv > 0) {
-      std::memcpy(recv, data, static_cast<size_t>(layout.recv) * dtype_.size);
+      // In place, the output goes back into the one buffer (reduce-scatter: this rank's part of
+      // it, as nccl-tests has it); the copy is part of the timed call.
+      std::memcpy(static_cast<char*>(recv) + OutputOffset("kolo", in_place, layout) * dtype_.size,
+                  data, static_cast<size_t>(layout.recv) * dtype_.size);
     }
   }
   KoloFinish(world_, handle, id);
 }
 
-int64_t CollectiveRunner::CountWrong(const void* recv, const CollectiveLayout& layout,
-                                     bool /*in_place*/, std::string* first_bad) const {
-  int64_t wrong = 0;
-  for (int64_t j = 0; j < layout.recv; ++j) {
-    const double got = LoadElement(recv, j, dtype_);
-    const double want = ExpectedAt(j, layout);
-    if (got == want) continue;  // NaN (the poison) compares unequal
-    if (wrong == 0 && first_bad != nullptr) {
-      char text[160];
-      std::snprintf(text, sizeof text, "element %lld: expected %.17g, got %.17g",
-                    static_cast<long long>(j), want, got);
-      *first_bad = text;
-    }
-    ++wrong;
+int64_t CollectiveRunner::OutputOffset(const std::string& path, bool in_place,
+                                       const CollectiveLayout& layout) const {
+  const bool rank_part = path == "kolo" && in_place && collective_ == Collective::kReducescatter;
+  return rank_part ? world_.rank * layout.count : 0;
+}
+
+int64_t CollectiveRunner::CountWrong(const std::string& path, const void* recv,
+                                     const CollectiveLayout& layout, bool in_place,
+                                     std::string* first_bad) const {
+  const char* out = static_cast<const char*>(recv) +
+                    OutputOffset(path, in_place, layout) * static_cast<int64_t>(dtype_.size);
+  int64_t first = -1;
+  const int64_t wrong = CountWrongElements(
+      collective_, world_.rank, world_.size, root_, layout.count, layout.recv,
+      [&](int64_t j) { return LoadElement(out, j, dtype_); },
+      [&](const PatternElement& e) { return Value(e); }, &first);
+  if (wrong > 0 && first_bad != nullptr) {
+    const double want =
+        Value(RecvElement(collective_, world_.rank, world_.size, root_, layout.count, first));
+    char text[160];
+    std::snprintf(text, sizeof text, "element %lld: expected %.17g, got %.17g",
+                  static_cast<long long>(first), want, LoadElement(out, first, dtype_));
+    *first_bad = text;
   }
   return wrong;
 }

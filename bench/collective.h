@@ -14,14 +14,16 @@
 // part at offset rank*count of the output; reducescatter: the whole input, the result in the
 // first count elements; alltoall: the whole input), MPI_Bcast on the one buffer, and kolo's
 // `output == input` form for allreduce and broadcast. kolo's allgather, reducescatter and alltoall
-// return their output in memory the handle owns (kolo.h: kolo_handle_output), so they have no
-// in-place form; the sweep prints N/A there.
+// return their output in memory the handle owns (kolo.h: kolo_handle_output); their in-place form
+// is nccl-tests' layout with the copy back included in the timed call: allgather reads this rank's
+// part of the one buffer (offset rank*count) and the whole output is copied into it;
+// reducescatter reads the whole buffer and its result is copied to this rank's part (offset
+// rank*count, where nccl-tests puts it; MPI_IN_PLACE puts it at offset 0); alltoall reads the
+// whole buffer and the output is copied over it.
 //
 // Inputs (bench/check.h's patterns, so every value is exact in every dtype and a chunk at the
-// wrong offset is caught): allreduce and reducescatter use the -o pattern, Input(r, i) at global
-// index i; the others use the sum pattern's values at the element's index in the gathered (or
-// exchanged) whole: allgather Input(r, r*count + k), broadcast Input(root, i), alltoall from rank
-// s to rank d Input(s, (d*n + s)*count + k).
+// wrong offset is caught): allreduce and reducescatter use the -o pattern, the others the sum
+// pattern's values; which element holds which value is bench/collective_index.h's table.
 #ifndef KOLO_BENCH_COLLECTIVE_H_
 #define KOLO_BENCH_COLLECTIVE_H_
 
@@ -29,6 +31,7 @@
 #include <string>
 
 #include "bench/check.h"
+#include "bench/collective_index.h"
 #include "bench/dtypes.h"
 #include "bench/harness.h"
 #include "bench/stats.h"
@@ -40,7 +43,6 @@ class CollectiveRunner {
   CollectiveRunner(const World& world, const MpiAllreducer& mpi, Collective collective,
                    const DtypeInfo& dtype, const OpInfo& op, int root);
 
-  static bool HasInPlace(Collective collective, const std::string& path);
   // "sum", ... for reductions, "none" for the others (nccl-tests' redop column).
   std::string OpColumn() const;
   int RootColumn() const;  // the root for broadcast, -1 for the others
@@ -60,15 +62,18 @@ class CollectiveRunner {
             const std::string& name, bool capture) const;
 
   // Wrong elements of this rank's output in `recv` after Call; the first described in *first_bad.
-  int64_t CountWrong(const void* recv, const CollectiveLayout& layout, bool in_place,
-                     std::string* first_bad) const;
+  int64_t CountWrong(const std::string& path, const void* recv, const CollectiveLayout& layout,
+                     bool in_place, std::string* first_bad) const;
 
  private:
   void CallMpi(const void* send, void* recv, const CollectiveLayout& layout) const;
   void CallKolo(const void* send, void* recv, const CollectiveLayout& layout,
                 const std::string& name, bool capture) const;
-  double ExpectedAt(int64_t j, const CollectiveLayout& layout) const;
+  double Value(const PatternElement& e) const;
   double InputAt(int64_t j, const CollectiveLayout& layout) const;  // of this rank, send index j
+  // Where the output starts in `recv` (elements): rank*count for kolo's in-place reducescatter.
+  int64_t OutputOffset(const std::string& path, bool in_place,
+                       const CollectiveLayout& layout) const;
 
   const World& world_;
   const MpiAllreducer& mpi_;

@@ -66,6 +66,7 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
                NcclVersionString() + "); nccl = ncclAllReduce + cudaStreamSynchronize");
   const std::vector<std::string> paths = {"nccl", "kolo"};
   report->SweepColumns(paths);
+  std::string ratios;  // kolo's time over NCCL's per row, for the line after the table
 
   for (const DtypeInfo* dtype : options.dtypes) {
     ncclDataType_t nt;
@@ -145,10 +146,17 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
           res.wrong = options.check ? SumOverRanks(world, wrong[p]) : -1;
           results.push_back(res);
         }
+        if (results[0].time_us > 0) {
+          char text[64];
+          std::snprintf(text, sizeof text, " %lld:%.2f", static_cast<long long>(bytes),
+                        results[1].time_us / results[0].time_us);
+          ratios += text;
+        }
         report->SweepRow(bytes, count, std::string(dtype->name), std::string(op->name), results);
       }
     }
   }
+  if (!ratios.empty()) report->Note("kolo/nccl time ratio per size (B:ratio):" + ratios);
   cudaFree(input);
   cudaFree(out_nccl);
   cudaFree(out_kolo);

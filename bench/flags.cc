@@ -110,8 +110,10 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
   app.add_option("-r,--root", f.root, "broadcast's root rank")->capture_default_str();
   app.add_option("-z,--blocking", f.blocking, "1: a barrier after every timed call (nccl-tests')")
       ->capture_default_str();
-  app.add_option("--average", f.average,
-                 "timings over ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 3; also -a 0..3)");
+  app.add_option(
+      "--average", f.average,
+      "timings over ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1, as nccl-tests; also "
+      "-a 0..3)");
   app.add_option("-g,--ngpus", f.ngpus, "GPUs per process: 1 only (one rank per GPU)")
       ->capture_default_str();
   app.add_option("-t,--nthreads", f.nthreads, "threads per process: 1 only (one rank each)")
@@ -125,6 +127,8 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
   std::string model_help = "replay a model's gradients:";
   for (const std::string& m : ModelNames()) model_help += " " + m;
   app.add_option("--model", f.model, model_help);
+  app.add_flag("--no-progress", f.no_progress,
+               "no progress line on stderr (shown only when stderr is a terminal)");
   app.add_option("--json", f.json,
                  "write a JSON Lines record per row to this file as the run goes (rank 0)");
   app.add_flag("--negotiation", f.negotiation,
@@ -206,7 +210,7 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
     average = a;
     f.algorithms.clear();
   }
-  config->sweep.average = average == -1 ? RankCombine::kMax : static_cast<RankCombine>(average);
+  config->sweep.average = average == -1 ? RankCombine::kAverage : static_cast<RankCombine>(average);
 
   if (!f.collective.empty() && !ParseCollective(f.collective, &collective)) {
     return UsageError("unknown --collective '" + f.collective + "'; one of " +
@@ -286,11 +290,18 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
   if (sweep.step_bytes == 0 && !(f.step_factor >= 2) && sweep.min_bytes != sweep.max_bytes) {
     return UsageError("-f must be 2 or more (or give -i for linear steps)");
   }
+  if (sweep.step_bytes == 0 && sweep.min_bytes == 0 && sweep.max_bytes > 0) {
+    // 0 times -f stays 0: nccl-tests would print size 0 forever.
+    return UsageError(
+        "-b 0 with -f: 0 times the factor stays 0; start at -b 1 or more, give "
+        "-i for linear steps, or -e 0 for the size 0 alone");
+  }
   sweep.step_factor = f.step_factor;
   sweep.iters = f.iters;
   sweep.warmup = f.warmup;
   sweep.repeats = f.repeats;
   sweep.check = f.check != 0;
+  sweep.progress = !f.no_progress;
   sweep.dtypes = config->dtypes;
   sweep.ops = config->ops;
   sweep.paths = paths;

@@ -37,6 +37,7 @@ struct Flags {
   std::string paths;
   std::string model;
   std::string json;
+  bool no_progress = false;
   bool negotiation = false;
   std::string tensors = "1,100,1000";
   std::string algorithms;

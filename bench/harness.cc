@@ -113,24 +113,25 @@ std::vector<double> CombineOverRanks(const World& world, const std::vector<doubl
 }
 
 Progress::Progress(bool enabled, int total)
-    : enabled_(enabled), tty_(isatty(STDERR_FILENO) == 1), total_(total), start_(NowSeconds()) {}
+    : enabled_(enabled && isatty(STDERR_FILENO) == 1), total_(total), start_(NowSeconds()) {}
 
-Progress::~Progress() {
-  if (enabled_ && tty_ && printed_) {
-    std::fprintf(stderr, "\r%60s\r", "");
-    std::fflush(stderr);
-  }
+Progress::~Progress() { Clear(); }
+
+void Progress::Clear() {
+  if (!shown_) return;
+  std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+  shown_ = false;
 }
 
 void Progress::Done(int done) {
   if (!enabled_) return;
   const double now = NowSeconds();
   const double elapsed = now - start_;
-  if (elapsed < 2.0 || (!tty_ && now - last_ < 10.0) || (tty_ && now - last_ < 0.2)) return;
+  if (elapsed < 2.0 || now - last_ < 0.2) return;
   last_ = now;
-  printed_ = true;
-  std::fprintf(stderr, "%skolo-bench: %d/%d sizes, %.1f s%s", tty_ ? "\r" : "", done, total_,
-               elapsed, tty_ ? "   " : "\n");
+  shown_ = true;
+  std::fprintf(stderr, "\rkolo-bench: %d/%d sizes, %.1f s\033[K", done, total_, elapsed);
   std::fflush(stderr);
 }
 

@@ -56,21 +56,23 @@ int64_t SumOverRanks(const World& world, int64_t value);
 std::vector<double> CombineOverRanks(const World& world, const std::vector<double>& values,
                                      RankCombine mode);
 
-// "kolo-bench: 12/22 sizes, 4.1 s" on rank 0's stderr once a sweep has run for 2 s: rewritten in
-// place (\r) when stderr is a terminal, else a whole line at most every 10 s. stdout is untouched.
+// "kolo-bench: 12/22 sizes, 4.1 s" on rank 0's stderr once a sweep has run for 2 s, only when
+// stderr is a terminal (never under mpirun, which pipes it; never with --no-progress): one line
+// rewritten in place (\r) while a size is measured and cleared (\r\033[K) before the sweep
+// prints anything, so it never lands inside a row or among the rows of a file.
 class Progress {
  public:
   Progress(bool enabled, int total);
-  ~Progress();  // ends a rewritten line
+  ~Progress();  // clears the line
   void Done(int done);
+  void Clear();  // before anything else is printed
 
  private:
   bool enabled_;
-  bool tty_;
   int total_;
   double start_;
   double last_ = 0;
-  bool printed_ = false;
+  bool shown_ = false;
 };
 
 // Page-aligned memory, written once at construction so its pages exist before any timing.

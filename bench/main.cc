@@ -14,18 +14,21 @@
 // Sweep rows are nccl-tests' (src/common.cu): size count type redop root, then time algbw busbw
 // #wrong out of place, the same in place, and one more column, the path (mpi or kolo): one row
 // per size and path. Size and count follow nccl-tests' convention per collective (stats.h:
-// LayoutFor), busbw its factors (BusBwFactor). A path without an in-place form prints N/A there
-// (collective.h). The run ends with "# Out of bounds values : N OK|FAILED" and
-// "# Avg bus bandwidth    : X " over kolo's path (out of place and in place, as nccl-tests
-// averages both); MPI's mean is on a line of its own. -c 0 prints N/A in #wrong.
+// LayoutFor; a count of 0 is a row, the empty call timed), busbw its factors (BusBwFactor). Every
+// host path has an in-place form (collective.h); --device cuda's nccl and kolo rows have none and
+// print N/A there. The run ends with "# Out of bounds values : N OK|FAILED" (N: nccl-tests'
+// count of rank/size/half results with any wrong element) and "# Avg bus bandwidth    : X " over
+// kolo's path (out of place and in place, as nccl-tests averages both); kolo-bench's own lines
+// (MPI's mean, "-c 0") follow those two. -c 0 prints N/A in #wrong.
 // The collective is also taken from the executable's name: a link named all_gather_perf (or
 // all_reduce_perf, broadcast_perf, reduce_scatter_perf, alltoall_perf) runs that collective.
 // -a keeps kolo's meaning (algorithm list) except that a number 0..3 is nccl-tests' average mode
-// (0 rank 0, 1 mean, 2 min, 3 max over ranks; kolo-bench's default is 3, the slowest rank);
+// (0 rank 0, 1 mean, 2 min, 3 max over ranks; the default is 1, the mean, as nccl-tests');
 // --average N says the same. -g 1 and -t 1 and -m 1 are accepted (other values refused: one GPU
 // and one thread per process, no aggregated calls); -z 1 puts a barrier after every timed call.
-// --json FILE writes JSON Lines as rows are made (json_lines.h), in every mode but --calibrate.
-// A sweep that runs longer than 2 s shows its progress on rank 0's stderr (harness.h: Progress).
+// --json FILE writes JSON Lines as rows are made (json_lines.h), in every mode but --calibrate;
+// a failed write makes the exit status 1. A sweep that runs longer than 2 s shows its progress
+// on rank 0's stderr when that is a terminal, not with --no-progress (harness.h: Progress).
 //
 // flags.cc parses and checks the command line before MPI_Init; this file sets up MPI
 // (MPI_THREAD_MULTIPLE, before kolo_init, which then attaches to it) and kolo, prints the header
@@ -146,6 +149,13 @@ bool OpenJson(const World& world, const std::string& path, const RunInfo& info,
   return true;
 }
 
+// Whether rank 0's --json writes all succeeded, on every rank (one broadcast).
+bool JsonOk(const World& world, const JsonLines* json) {
+  int ok = json == nullptr || !json->failed() ? 1 : 0;
+  CheckMpi(world, MPI_Bcast(&ok, 1, MPI_INT, 0, world.comm), "MPI_Bcast(--json written)");
+  return ok == 1;
+}
+
 // Returns the process's exit status.
 int Main(const World& world, Config& config, int argc, char** argv, int thread_level) {
   const Flags& f = config.flags;
@@ -192,7 +202,8 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
     options.output = f.output;
     options.json = json.get();
     options.average = sweep.average;
-    return RunAlgorithms(world, options) == 0 ? 0 : 1;
+    const int status = RunAlgorithms(world, options) == 0 ? 0 : 1;
+    return JsonOk(world, json.get()) ? status : 1;
   }
 
   if (f.negotiation) {
@@ -208,7 +219,7 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
     const bool ok = RunNegotiation(world, options);
     Barrier(world);
     CheckKolo(world, kolo_shutdown(), "kolo_shutdown", nullptr, nullptr);
-    return ok ? 0 : 1;
+    return ok && JsonOk(world, json.get()) ? 0 : 1;
   }
 
   if (thread_level < MPI_THREAD_MULTIPLE) {
@@ -235,6 +246,7 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
   }
   Report report(world.rank == 0, world.size, stdout);
   report.SetJson(json.get());
+  report.SetChecked(f.check != 0);
   report.Header(info);
   if (!on_device && std::getenv("MALLOC_MMAP_MAX_") == nullptr) {
     report.Note(
@@ -243,12 +255,17 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
         "rerun with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 "
         "MALLOC_ARENA_MAX=1");
   }
+  // The sweeps combine times over ranks as -a says (nccl-tests' default, the mean); a model
+  // replay takes the slowest rank's step.
+  const std::string combine =
+      replay ? std::string("times are the max over ranks (a step ends on its slowest rank)")
+             : std::string("times are ") + RankCombineName(sweep.average) + " (-a " +
+                   std::to_string(static_cast<int>(sweep.average)) + ")";
   if (!on_device) {
     report.Note(
         "mpi: half/bfloat16 through a user MPI_Op (reduced in float); avg = MPI_SUM then a "
-        "division pass, timed. Paths interleaved; times are " +
-        std::string(RankCombineName(sweep.average)) +
-        (sweep.average == RankCombine::kMax ? " (-a 3)" : "") + ".");
+        "division pass, timed. Paths interleaved; " +
+        combine + ".");
   }
   if (!on_device && use_kolo && paths.size() > 1) {
     report.Note(
@@ -271,10 +288,26 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
         RunReplay(world, mpi, model, options, &report);
       }
     } else {
-      report.Note(std::string(CollectiveName(sweep.collective)) +
-                  ", out of place and in place; "
-                  "the last column names the path (mpi: MPI's collective, kolo: kolo's C API)" +
-                  (sweep.blocking ? "; -z 1: a barrier after every call" : ""));
+      const std::string z = sweep.blocking ? "; -z 1: a barrier after every call" : "";
+      if (on_device) {
+        report.Note(
+            "allreduce on GPU buffers, out of place only (in-place columns N/A); the last column "
+            "names the path (nccl: ncclAllReduce, kolo: kolo's C API on the stream); " +
+            combine + z);
+      } else {
+        const bool owned = sweep.collective == Collective::kAllgather ||
+                           sweep.collective == Collective::kReducescatter ||
+                           sweep.collective == Collective::kAlltoall;
+        report.Note(std::string(CollectiveName(sweep.collective)) +
+                    ", out of place and in place; the last column names the path (mpi: MPI's "
+                    "collective, kolo: kolo's C API)" +
+                    z);
+        if (owned && std::find(paths.begin(), paths.end(), "kolo") != paths.end()) {
+          report.Note(
+              "kolo in place: kolo returns this output in memory of its own; the timed call "
+              "includes the copy back into the one buffer (nccl-tests' in-place layout)");
+        }
+      }
       report.Note("time: per-call mean of a block of -n " + std::to_string(f.iters) +
                   " calls, median of -R " + std::to_string(f.repeats) + " blocks");
       if (on_device) {
@@ -287,7 +320,8 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
   report.Footer();
   Barrier(world);  // nobody shuts kolo down while a peer still has operations in flight
   if (use_kolo) CheckKolo(world, kolo_shutdown(), "kolo_shutdown", nullptr, nullptr);
-  return report.total_wrong() == 0 ? 0 : 1;
+  const bool json_ok = JsonOk(world, json.get());
+  return report.total_wrong() == 0 && json_ok ? 0 : 1;
 }
 
 }  // namespace

@@ -25,6 +25,16 @@ std::string Fixed(double value, int decimals) {
 }
 
 // nccl-tests: 2 decimals below 100 us, 1 below 10 ms, none above.
+std::string Format(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string Format(const char* format, ...) {
+  char text[256];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  return text;
+}
+
 std::string Time(double us) { return Fixed(us, us >= 1e4 ? 0 : (us >= 100 ? 1 : 2)); }
 
 std::string Wrong(int64_t wrong) { return wrong < 0 ? "N/A" : std::to_string(wrong); }
@@ -53,6 +63,14 @@ void Report::Print(const char* format, ...) const {
   std::fflush(out_);
 }
 
+void Report::Write(const std::string& text) const {
+  if (!root_) return;
+  // One write and one flush per row: mpirun forwards what it reads, and a row forwarded in pieces
+  // could have a line of stderr land inside it.
+  std::fwrite(text.data(), 1, text.size(), out_);
+  std::fflush(out_);
+}
+
 double Report::AlgBw(int64_t bytes, double time_us) const {
   return time_us > 0 ? static_cast<double>(bytes) / (time_us * 1e3) : 0.0;
 }
@@ -60,10 +78,12 @@ double Report::AlgBw(int64_t bytes, double time_us) const {
 double Report::BusBw(double algbw) const { return algbw * BusBwFactor(collective_, nranks_); }
 
 void Report::Record(Row row) {
-  for (const int64_t wrong : {row.result.wrong, row.result.in_place.wrong}) {
+  const InPlaceResult& ip = row.result.in_place;
+  for (const auto& [wrong, failed] : {std::make_pair(row.result.wrong, row.result.failed),
+                                      std::make_pair(ip.measured ? ip.wrong : -1, ip.failed)}) {
     if (wrong < 0) continue;
     total_wrong_ += wrong;
-    any_checked_ = true;
+    total_failed_ += failed >= 0 ? failed : (wrong > 0 ? 1 : 0);
   }
   if (json_ != nullptr && root_) {
     nlohmann::json j;
@@ -140,19 +160,22 @@ void Report::SweepRow(const SweepKey& key, const std::vector<PathResult>& result
             key.op,  r,  0,      0,         0,         0, key.root};
     row.algbw = AlgBw(key.bytes, r.time_us);
     row.busbw = BusBw(row.algbw);
-    Print(kRowParameters, static_cast<long long>(key.bytes), static_cast<long long>(key.count),
-          key.dtype.c_str(), key.op.c_str(), key.root);
-    Print(kRowGroup, Time(r.time_us).c_str(), Fixed(row.algbw, 2).c_str(),
-          Fixed(row.busbw, 2).c_str(), Wrong(r.wrong).c_str());
+    std::string line =
+        Format(kRowParameters, static_cast<long long>(key.bytes), static_cast<long long>(key.count),
+               key.dtype.c_str(), key.op.c_str(), key.root);
+    line += Format(kRowGroup, Time(r.time_us).c_str(), Fixed(row.algbw, 2).c_str(),
+                   Fixed(row.busbw, 2).c_str(), Wrong(r.wrong).c_str());
     if (r.in_place.measured) {
       row.in_place_algbw = AlgBw(key.bytes, r.in_place.time_us);
       row.in_place_busbw = BusBw(row.in_place_algbw);
-      Print(kRowGroup, Time(r.in_place.time_us).c_str(), Fixed(row.in_place_algbw, 2).c_str(),
-            Fixed(row.in_place_busbw, 2).c_str(), Wrong(r.in_place.wrong).c_str());
+      line +=
+          Format(kRowGroup, Time(r.in_place.time_us).c_str(), Fixed(row.in_place_algbw, 2).c_str(),
+                 Fixed(row.in_place_busbw, 2).c_str(), Wrong(r.in_place.wrong).c_str());
     } else {
-      Print(kRowGroup, "N/A", "N/A", "N/A", "N/A");
+      line += Format(kRowGroup, "N/A", "N/A", "N/A", "N/A");
     }
-    Print("  %s\n", r.path.c_str());
+    line += "  " + r.path + "\n";
+    Write(line);
     Record(std::move(row));
   }
 }
@@ -188,11 +211,6 @@ void Report::Model(const ModelResult& m) {
 }
 
 void Report::Footer() {
-  Print("#\n");
-  // nccl-tests prints "0 OK" without a check too; the line after says nothing was checked.
-  Print("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong_),
-        total_wrong_ == 0 ? "OK" : "FAILED");
-  if (!any_checked_) Print("# (outputs not checked: -c 0)\n");
   std::map<std::string, std::pair<double, int>> busbw;  // sweep rows only, like nccl-tests
   for (const Row& row : rows_) {
     if (row.mode != "sweep") continue;
@@ -208,26 +226,32 @@ void Report::Footer() {
   for (const std::string& p : sweep_paths_) {
     if (p == "kolo" || (main_path.empty() && p == sweep_paths_.back())) main_path = p;
   }
+  auto mean_of = [&](const std::string& p) {
+    const auto it = busbw.find(p);
+    return it == busbw.end() || it->second.second == 0 ? 0.0 : it->second.first / it->second.second;
+  };
+  // nccl-tests' two lines, together; its "0 OK" stands without a check too.
+  std::string text = "#\n";
+  text += Format("# Out of bounds values : %lld %s\n", static_cast<long long>(total_failed_),
+                 total_failed_ == 0 ? "OK" : "FAILED");
+  text += Format("# Avg bus bandwidth    : %g \n", mean_of(main_path));
   nlohmann::json summary;
   summary["record"] = "summary";
-  summary["out_of_bounds"] = total_wrong_;
-  summary["checked"] = any_checked_;
+  summary["out_of_bounds"] = total_failed_;
+  summary["wrong_elements"] = total_wrong_;
+  summary["checked"] = checked_;
   summary["avg_busbw"] = nlohmann::json::object();
-  const auto main_it = busbw.find(main_path);
-  if (main_it != busbw.end() && main_it->second.second > 0) {
-    Print("# Avg bus bandwidth    : %g \n", main_it->second.first / main_it->second.second);
-    summary["avg_busbw_path"] = main_path;
-  }
+  if (!main_path.empty()) summary["avg_busbw_path"] = main_path;
   for (const std::string& p : sweep_paths_) {
-    const auto it = busbw.find(p);
-    if (it == busbw.end() || it->second.second == 0) continue;
-    const double mean = it->second.first / it->second.second;
-    summary["avg_busbw"][p] = mean;
+    if (busbw.count(p) == 0) continue;
+    summary["avg_busbw"][p] = mean_of(p);
     if (p == main_path) continue;
-    Print("# avg bus bandwidth of path %s: %g (the line above is path %s's)\n", p.c_str(), mean,
-          main_path.c_str());
+    text += Format("# avg bus bandwidth of path %s: %g (the line above is path %s's)\n", p.c_str(),
+                   mean_of(p), main_path.c_str());
   }
-  Print("#\n");
+  if (!checked_) text += "# (outputs not checked: -c 0)\n";
+  text += "#\n";
+  Write(text);
   if (json_ != nullptr && root_) json_->Write(summary);
 }
 

@@ -36,6 +36,7 @@ struct InPlaceResult {
   double min_us = 0;
   double max_us = 0;
   int64_t wrong = -1;
+  int64_t failed = -1;  // ranks with any wrong element; -1: 1 when wrong > 0
 };
 
 // One path's result for one row (out of place; a sweep row also has the in-place half).
@@ -45,6 +46,7 @@ struct PathResult {
   double min_us = 0;   // over the samples the median was taken of
   double max_us = 0;
   int64_t wrong = -1;  // summed over ranks; -1 when not checked (-c 0)
+  int64_t failed = -1;  // ranks with any wrong element (nccl-tests' error count); -1: wrong > 0
   InPlaceResult in_place;
 };
 
@@ -77,6 +79,8 @@ class Report {
 
   void Header(const RunInfo& info);
   void Note(const std::string& line);  // "# line"
+  // Whether outputs are checked (-c); the closing lines say so when not. Default true.
+  void SetChecked(bool checked) { checked_ = checked; }
 
   // Rows and records go to `json` too (may be null; not owned).
   void SetJson(JsonLines* json) { json_ = json; }
@@ -94,10 +98,12 @@ class Report {
 
   void Model(const ModelResult& result);
 
-  // nccl-tests' closing lines: "# Out of bounds values : N OK|FAILED" (wrong elements over every
-  // row, path and rank) and "# Avg bus bandwidth    : X " (the mean busbw, out-of-place and
-  // in-place, of kolo's path, or of the only path when kolo is not run); the other paths' means
-  // follow on a line of their own ("# avg bus bandwidth of path mpi: X").
+  // nccl-tests' closing lines, always both: "# Out of bounds values : N OK|FAILED" (N counts,
+  // as nccl-tests does, one per rank, size, path and half with any wrong element; #wrong per row
+  // counts elements) and "# Avg bus bandwidth    : X " (the mean busbw, out-of-place and
+  // in-place, of kolo's path, or of the only path when kolo is not run; 0 without rows). Lines of
+  // kolo-bench's own follow them: the other paths' means ("# avg bus bandwidth of path mpi: X")
+  // and "(outputs not checked: -c 0)".
   void Footer();
   int64_t total_wrong() const { return total_wrong_; }
 
@@ -123,6 +129,7 @@ class Report {
   double BusBw(double algbw) const;                   // algbw * the collective's factor
   void Record(Row row);
   void Print(const char* format, ...) const __attribute__((format(printf, 2, 3)));
+  void Write(const std::string& text) const;  // rank 0: one fwrite, one fflush
 
   bool root_;
   int nranks_;
@@ -131,8 +138,9 @@ class Report {
   JsonLines* json_ = nullptr;
   std::vector<std::string> sweep_paths_;
   std::vector<Row> rows_;
-  int64_t total_wrong_ = 0;
-  bool any_checked_ = false;
+  int64_t total_wrong_ = 0;   // wrong elements
+  int64_t total_failed_ = 0;  // nccl-tests' errors
+  bool checked_ = true;
 };
 
 }  // namespace kolo::bench

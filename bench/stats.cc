@@ -88,22 +88,25 @@ CollectiveLayout LayoutFor(Collective c, int64_t size, int64_t type_size, int ra
   CollectiveLayout l;
   const int64_t n = std::max(1, ranks);
   const int64_t elements = type_size > 0 && size > 0 ? size / type_size : 0;
+  // The per-rank count of the last three, rounded down to a multiple of 16 bytes.
+  const int64_t align = type_size > 0 && type_size < 16 ? 16 / type_size : 1;
+  const int64_t base = elements / n / align * align;
   switch (c) {
     case Collective::kAllreduce:
     case Collective::kBroadcast:
       l.count = l.send = l.recv = elements;
       break;
     case Collective::kAllgather:
-      l.count = l.send = elements / n;
-      l.recv = l.count * n;
+      l.count = l.send = base;
+      l.recv = base * n;
       break;
     case Collective::kReducescatter:
-      l.count = l.recv = elements / n;
-      l.send = l.count * n;
+      l.count = l.recv = base;
+      l.send = base * n;
       break;
     case Collective::kAlltoall:
-      l.count = elements / n;
-      l.send = l.recv = l.count * n;
+      l.count = base;
+      l.send = l.recv = base * n;
       break;
   }
   l.bytes = std::max(l.send, l.recv) * std::max<int64_t>(type_size, 0);

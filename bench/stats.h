@@ -36,11 +36,12 @@ bool CollectiveHasRoot(Collective c);  // broadcast: -r applies
 
 // nccl-tests' buffers for one size of the sweep (its GetCollByteCount), in elements of one rank:
 //   allreduce, broadcast     send = recv = count = size / type
-//   allgather                send = count, recv = n * count           count = size / type / n
-//   reducescatter            send = n * count, recv = count           count = size / type / n
-//   alltoall                 send = recv = n * count (count per peer) count = size / type / n
-// `count` is the printed count; `bytes` the printed size: the larger of send and recv in bytes
-// (the -b/-e/-f size rounded down to whole elements, and to a multiple of n for the last three).
+//   allgather                send = count, recv = n * count           count = base
+//   reducescatter            send = n * count, recv = count           count = base
+//   alltoall                 send = recv = n * count (count per peer) count = base
+// with base = (size / type / n) rounded down to a multiple of 16 bytes (16 / type elements), as
+// nccl-tests has done since v2.13.12. `count` is the printed count; `bytes` the printed size: the
+// larger of send and recv in bytes. A count of 0 is a row too (nccl-tests times the empty call).
 struct CollectiveLayout {
   int64_t count = 0;
   int64_t send = 0;

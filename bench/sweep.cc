@@ -20,6 +20,7 @@ struct Slot {
   Buffer output;                   // the output; in place, also the input
   std::vector<double> samples_us;  // this rank's per-call mean of each timed block
   int64_t wrong = 0;               // this rank's wrong elements
+  bool failed = false;             // any wrong element at this size (nccl-tests' error count)
 };
 
 }  // namespace
@@ -35,7 +36,7 @@ std::vector<int64_t> SweepSizes(int64_t min_bytes, int64_t max_bytes, double ste
     sizes.push_back(s);
     const int64_t next =
         step_bytes > 0 ? s + step_bytes : static_cast<int64_t>(std::floor(s * step_factor));
-    if (next <= s) break;  // min 0 with a factor: nccl-tests stops too
+    if (next <= s) break;  // -b 0 with -f: refused by flags.cc (nccl-tests would loop at 0)
     s = next;
   }
   return sizes;
@@ -56,14 +57,12 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
   std::vector<Slot> slots;
   for (const std::string& name : options.paths) {
     for (const bool in_place : {false, true}) {
-      if (in_place && !CollectiveRunner::HasInPlace(options.collective, name)) continue;
-      slots.push_back(Slot{name, in_place, Buffer(world, buffer_bytes, "an output"), {}, 0});
+      slots.push_back(Slot{name, in_place, Buffer(world, buffer_bytes, "an output"), {}, 0, false});
     }
   }
   const int nslots = static_cast<int>(slots.size());
   report->SweepColumns(options.collective, options.paths);
   int wrong_reports = 0;
-  bool skipped_note = false;
   const int total = static_cast<int>(sizes.size() * options.dtypes.size() * options.ops.size());
   int done = 0;
   Progress progress(options.progress && world.rank == 0, total);
@@ -72,6 +71,7 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
     for (const OpInfo* op : options.ops) {
       const CollectiveRunner runner(world, mpi, options.collective, *dtype, *op, options.root);
       if (options.check && !runner.exact()) {
+        progress.Clear();
         report->Note(std::string(dtype->name) + " " + std::string(op->name) + " over " +
                      std::to_string(world.size) +
                      " ranks: no input pattern reduces exactly; #wrong may count rounding");
@@ -80,14 +80,6 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
         progress.Done(done++);
         const CollectiveLayout layout =
             LayoutFor(options.collective, size, static_cast<int64_t>(dtype->size), world.size);
-        if (layout.count == 0) {
-          if (!skipped_note) {
-            report->Note("sizes of less than one " + std::string(dtype->name) +
-                         " element per rank are skipped");
-            skipped_note = true;
-          }
-          continue;
-        }
         const size_t in_place_bytes = static_cast<size_t>(runner.InPlaceBytes(layout));
         runner.FillInput(input.data(), layout);
         runner.FillInPlace(pristine.data(), layout);
@@ -111,8 +103,9 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
                       names[slot.in_place ? 1 : 0], /*capture=*/true);
           std::string first_bad;
           const int64_t wrong =
-              runner.CountWrong(slot.output.data(), layout, slot.in_place, &first_bad);
+              runner.CountWrong(slot.path, slot.output.data(), layout, slot.in_place, &first_bad);
           slot.wrong += wrong;
+          slot.failed = slot.failed || wrong > 0;
           if (wrong > 0 && wrong_reports++ < kMaxWrongReports) {
             std::fprintf(stderr,
                          "kolo-bench: rank %d: %s, path %s%s, %s %s, %lld B (%s): %lld wrong, "
@@ -131,6 +124,7 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
         for (Slot& slot : slots) {
           slot.samples_us.clear();
           slot.wrong = 0;
+          slot.failed = false;
           if (options.check) {
             checked_call(slot, "first call");
           } else {
@@ -169,6 +163,7 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
           const double lo = *std::min_element(mine.begin(), mine.end());
           const double hi = *std::max_element(mine.begin(), mine.end());
           const int64_t wrong = options.check ? SumOverRanks(world, slots[s].wrong) : -1;
+          const int64_t failed = options.check ? SumOverRanks(world, slots[s].failed ? 1 : 0) : 0;
           if (!slots[s].in_place) {
             PathResult result;
             result.path = slots[s].path;
@@ -176,6 +171,7 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
             result.min_us = lo;
             result.max_us = hi;
             result.wrong = wrong;
+            result.failed = failed;
             results.push_back(result);
           } else {
             InPlaceResult& ip = results.back().in_place;  // the out-of-place slot comes first
@@ -184,8 +180,10 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
             ip.min_us = lo;
             ip.max_us = hi;
             ip.wrong = wrong;
+            ip.failed = failed;
           }
         }
+        progress.Clear();
         report->SweepRow(SweepKey{layout.bytes, layout.count, std::string(dtype->name),
                                   runner.OpColumn(), runner.RootColumn()},
                          results);

@@ -11,9 +11,10 @@
 // forms are interleaved and their order rotates (A B C D, B C D A, ...) so that drift on a noisy
 // machine does not favour one of them. An in-place block starts from a fresh copy of the input
 // (not timed). A block's time is its per-call mean, combined over ranks as -a says (default: the
-// max: a collective is done when its slowest rank is); the row shows the median block. With -c 1
-// one more checked call follows the timed blocks, so a path that is right on first use and wrong
-// on reuse (e.g. a cache fast path) is caught too.
+// mean, as nccl-tests; -a 3 for the max, the slowest rank); the row shows the median block.
+// With -c 1 one more checked call follows the timed blocks, so a path that is right on first use
+// and wrong on reuse (e.g. a cache fast path) is caught too. A size of less than 16 bytes per
+// rank (allgather, reducescatter, alltoall) is a row of count 0: the empty call is timed.
 // All buffers are sized for -e, allocated and first-touched once, and reused by every size.
 #ifndef KOLO_BENCH_SWEEP_H_
 #define KOLO_BENCH_SWEEP_H_
@@ -43,9 +44,9 @@ struct SweepOptions {
   std::vector<std::string> paths;  // "mpi", "kolo"
   Collective collective = Collective::kAllreduce;
   int root = 0;                             // broadcast
-  RankCombine average = RankCombine::kMax;  // -a 0..3
+  RankCombine average = RankCombine::kAverage;  // -a 0..3
   bool blocking = false;                    // -z 1
-  bool progress = true;                     // the stderr progress line (rank 0)
+  bool progress = true;                     // the progress line on rank 0's stderr when a terminal
 };
 
 // nccl-tests' sequence: min, then *factor (or +step) while <= max. Empty when min > max.

@@ -87,8 +87,16 @@ def rows(name, label, r):
         text = f.read()
     try:  # kolo-bench before JSON Lines: one document with "rows"
         rows = json.loads(text)["rows"]
-    except ValueError:  # JSON Lines: a "run" record, "row" records, a "summary"
-        rows = [r for r in map(json.loads, text.splitlines()) if r.get("record") == "row"]
+    except (ValueError, KeyError):  # JSON Lines: a "run" record, "row" records, a "summary"
+        # (a file of one line, the run record alone, parses as one document without "rows")
+        try:
+            rows = [r for r in map(json.loads, filter(str.strip, text.splitlines()))
+                    if r.get("record") == "row"]
+        except ValueError as e:
+            sys.exit("compare_builds.sh: %s.json: not JSON Lines: %s" % (stem, e))
+        if not rows:
+            print("compare_builds.sh: %s.json: no rows (the run stopped before its first row?)"
+                  % stem, file=sys.stderr)
     for row in rows:
         yield (row.get("model") or "%d B" % row["bytes"]) + " " + row["path"], row["time_us"]
 

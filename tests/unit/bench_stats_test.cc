@@ -118,24 +118,35 @@ TEST(BenchCollectiveTest, LayoutFollowsNcclTests) {
   CollectiveLayout l = LayoutFor(Collective::kAllreduce, 1024, 4, 3);
   EXPECT_EQ(l.count, 256);
   EXPECT_EQ(l.bytes, 1024);
-  l = LayoutFor(Collective::kAllgather, 1024, 4, 3);  // 85 per rank, 255 gathered
-  EXPECT_EQ(l.count, 85);
-  EXPECT_EQ(l.send, 85);
-  EXPECT_EQ(l.recv, 255);
-  EXPECT_EQ(l.bytes, 1020);
+  // 85 per rank, rounded down to 16 bytes: 84 (nccl-tests since v2.13.12).
+  l = LayoutFor(Collective::kAllgather, 1024, 4, 3);
+  EXPECT_EQ(l.count, 84);
+  EXPECT_EQ(l.send, 84);
+  EXPECT_EQ(l.recv, 252);
+  EXPECT_EQ(l.bytes, 1008);
   l = LayoutFor(Collective::kReducescatter, 1024, 4, 3);
-  EXPECT_EQ(l.count, 85);
-  EXPECT_EQ(l.send, 255);
-  EXPECT_EQ(l.recv, 85);
-  EXPECT_EQ(l.bytes, 1020);
+  EXPECT_EQ(l.count, 84);
+  EXPECT_EQ(l.send, 252);
+  EXPECT_EQ(l.recv, 84);
+  EXPECT_EQ(l.bytes, 1008);
   l = LayoutFor(Collective::kAlltoall, 1024, 4, 3);
-  EXPECT_EQ(l.count, 85);
-  EXPECT_EQ(l.send, 255);
-  EXPECT_EQ(l.recv, 255);
+  EXPECT_EQ(l.count, 84);
+  EXPECT_EQ(l.send, 252);
+  EXPECT_EQ(l.recv, 252);
   l = LayoutFor(Collective::kBroadcast, 10, 4, 3);
   EXPECT_EQ(l.count, 2);
   EXPECT_EQ(l.bytes, 8);
-  EXPECT_EQ(LayoutFor(Collective::kAllgather, 8, 4, 3).count, 0);  // less than one per rank
+  // The reviewer's cases: 1 MiB of float at 3 ranks, 8 B at 2 ranks (a row of count 0).
+  l = LayoutFor(Collective::kAllgather, 1 << 20, 4, 3);
+  EXPECT_EQ(l.count, 87380);
+  EXPECT_EQ(l.bytes, 1048560);
+  l = LayoutFor(Collective::kAlltoall, 8, 4, 2);
+  EXPECT_EQ(l.count, 0);
+  EXPECT_EQ(l.bytes, 0);
+  // 16 bytes: 16 int8 elements, 2 doubles.
+  EXPECT_EQ(LayoutFor(Collective::kAllgather, 100, 1, 3).count, 32);
+  EXPECT_EQ(LayoutFor(Collective::kReducescatter, 100, 8, 2).count, 6);
+  EXPECT_EQ(LayoutFor(Collective::kAllreduce, 100, 8, 2).count, 12);  // no rounding
 }
 
 TEST(BenchCollectiveTest, BusBandwidthFactors) {
