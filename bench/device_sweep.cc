@@ -56,11 +56,11 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
   }
   const int64_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
   void* input = nullptr;
-  void* out_nccl = nullptr;
-  void* out_kolo = nullptr;
+  // Outputs by slot: 0 nccl, 1 kolo out of place; 2 nccl, 3 kolo in place (input == output,
+  // refilled from `input` before each checked call and each timed block, not timed).
+  void* out[4] = {};
   CheckCuda(world, cudaMalloc(&input, max_bytes), "cudaMalloc");
-  CheckCuda(world, cudaMalloc(&out_nccl, max_bytes), "cudaMalloc");
-  CheckCuda(world, cudaMalloc(&out_kolo, max_bytes), "cudaMalloc");
+  for (void*& o : out) CheckCuda(world, cudaMalloc(&o, max_bytes), "cudaMalloc");
   std::vector<char> host(static_cast<size_t>(max_bytes));
   report->Note("device buffers on cuda:" + std::to_string(device) + " (" +
                NcclVersionString() + "); nccl = ncclAllReduce + cudaStreamSynchronize");
@@ -90,61 +90,88 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
         const int64_t bytes = count * static_cast<int64_t>(dtype->size);
         const std::string name = "kolo-bench/cuda/" + std::string(dtype->name) + "/" +
                                  std::string(op->name) + "/" + std::to_string(bytes);
-        auto call = [&](int path) {
-          if (path == 0) {
+        const std::string name_in_place = name + "/in-place";
+        // slot % 2: 0 nccl, 1 kolo; slot >= 2: in place.
+        auto call = [&](int slot) {
+          const bool in_place = slot >= 2;
+          const void* send = in_place ? out[slot] : input;
+          if (slot % 2 == 0) {
             ncclResult_t r =
-                (*api)->AllReduce(input, out_nccl, count, nt, nop, *nccl_comm, *stream);
+                (*api)->AllReduce(send, out[slot], count, nt, nop, *nccl_comm, *stream);
             // A non-blocking communicator (nccl_comm.h) may finish the call later.
             while (r == ncclInProgress) (*api)->CommGetAsyncError(*nccl_comm, &r);
             if (r != ncclSuccess) Fail(world, NcclError(r, "ncclAllReduce").ToString());
             CheckCuda(world, cudaStreamSynchronize(*stream), "cudaStreamSynchronize");
           } else {
+            const std::string& id = in_place ? name_in_place : name;
             const int64_t shape[1] = {count};
             kolo_handle_t h = nullptr;
             CheckKolo(world,
-                      kolo_allreduce_async_on_stream(0, name.c_str(), input, out_kolo,
-                                                     dtype->kolo, 1, shape, op->kolo, 1.0, 1.0,
-                                                     nullptr, &h),
-                      "kolo_allreduce_async_on_stream", name.c_str(), h);
-            KoloFinish(world, h, name.c_str());
+                      kolo_allreduce_async_on_stream(0, id.c_str(), send, out[slot], dtype->kolo, 1,
+                                                     shape, op->kolo, 1.0, 1.0, nullptr, &h),
+                      "kolo_allreduce_async_on_stream", id.c_str(), h);
+            KoloFinish(world, h, id.c_str());
           }
         };
-        std::vector<int64_t> wrong(2, 0);
-        for (int p = 0; p < 2; ++p) {
-          CheckCuda(world, cudaMemset(p == 0 ? out_nccl : out_kolo, 0xff, bytes), "cudaMemset");
-          call(p);
+        auto refill = [&](int slot) {
+          if (slot < 2) return;
+          CheckCuda(world, cudaMemcpy(out[slot], input, bytes, cudaMemcpyDeviceToDevice),
+                    "cudaMemcpy");
+        };
+        std::vector<int64_t> wrong(4, 0);
+        for (int slot = 0; slot < 4; ++slot) {
+          if (slot < 2) {
+            CheckCuda(world, cudaMemset(out[slot], 0xff, bytes), "cudaMemset");
+          } else {
+            refill(slot);
+          }
+          call(slot);
           if (options.check) {
-            CheckCuda(world, cudaMemcpy(host.data(), p == 0 ? out_nccl : out_kolo, bytes,
-                                        cudaMemcpyDeviceToHost), "cudaMemcpy");
-            wrong[p] = pattern.CountWrong(host.data(), count, 0, nullptr);
+            CheckCuda(world, cudaMemcpy(host.data(), out[slot], bytes, cudaMemcpyDeviceToHost),
+                      "cudaMemcpy");
+            wrong[slot] = pattern.CountWrong(host.data(), count, 0, nullptr);
           }
         }
         for (int w = 1; w < options.warmup; ++w) {
-          call(0);
-          call(1);
+          for (int slot = 0; slot < 4; ++slot) call(slot);
         }
-        std::vector<double> samples(2 * static_cast<size_t>(options.repeats));
+        std::vector<double> samples(4 * static_cast<size_t>(options.repeats));
         for (int r = 0; r < options.repeats; ++r) {
-          for (int k = 0; k < 2; ++k) {
-            const int p = (r + k) % 2;
+          for (int k = 0; k < 4; ++k) {
+            const int slot = (r + k) % 4;
+            refill(slot);
             Barrier(world);
             const double start = NowSeconds();
-            for (int i = 0; i < options.iters; ++i) call(p);
-            samples[p * options.repeats + r] = (NowSeconds() - start) * 1e6 / options.iters;
+            for (int i = 0; i < options.iters; ++i) call(slot);
+            samples[slot * options.repeats + r] = (NowSeconds() - start) * 1e6 / options.iters;
           }
         }
         samples = CombineOverRanks(world, samples, options.average);
-        std::vector<PathResult> results;
-        for (int p = 0; p < 2; ++p) {
-          const std::vector<double> mine(samples.begin() + p * options.repeats,
-                                         samples.begin() + (p + 1) * options.repeats);
-          PathResult res;
-          res.path = paths[p];
-          res.time_us = Median(mine);
-          res.min_us = *std::min_element(mine.begin(), mine.end());
-          res.max_us = *std::max_element(mine.begin(), mine.end());
-          res.wrong = options.check ? SumOverRanks(world, wrong[p]) : -1;
-          results.push_back(res);
+        std::vector<PathResult> results(2);
+        for (int slot = 0; slot < 4; ++slot) {
+          const std::vector<double> mine(samples.begin() + slot * options.repeats,
+                                         samples.begin() + (slot + 1) * options.repeats);
+          const double median = Median(mine);
+          const double lo = *std::min_element(mine.begin(), mine.end());
+          const double hi = *std::max_element(mine.begin(), mine.end());
+          const int64_t w = options.check ? SumOverRanks(world, wrong[slot]) : -1;
+          const int64_t failed = options.check ? SumOverRanks(world, wrong[slot] > 0 ? 1 : 0) : 0;
+          PathResult& res = results[slot % 2];
+          if (slot < 2) {
+            res.path = paths[slot];
+            res.time_us = median;
+            res.min_us = lo;
+            res.max_us = hi;
+            res.wrong = w;
+            res.failed = failed;
+          } else {
+            res.in_place.measured = true;
+            res.in_place.time_us = median;
+            res.in_place.min_us = lo;
+            res.in_place.max_us = hi;
+            res.in_place.wrong = w;
+            res.in_place.failed = failed;
+          }
         }
         if (results[0].time_us > 0) {
           char text[64];
@@ -158,8 +185,7 @@ void RunDeviceSweep(const World& world, const SweepOptions& options, Report* rep
   }
   if (!ratios.empty()) report->Note("kolo/nccl time ratio per size (B:ratio):" + ratios);
   cudaFree(input);
-  cudaFree(out_nccl);
-  cudaFree(out_kolo);
+  for (void* o : out) cudaFree(o);
 }
 
 #else

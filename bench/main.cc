@@ -15,8 +15,8 @@
 // #wrong out of place, the same in place, and one more column, the path (mpi or kolo): one row
 // per size and path. Size and count follow nccl-tests' convention per collective (stats.h:
 // LayoutFor; a count of 0 is a row, the empty call timed), busbw its factors (BusBwFactor). Every
-// host path has an in-place form (collective.h); --device cuda's nccl and kolo rows have none and
-// print N/A there. The run ends with "# Out of bounds values : N OK|FAILED" (N: nccl-tests'
+// path has an in-place form (collective.h; device_sweep.cc), so every column is a number but
+// #wrong with -c 0. The run ends with "# Out of bounds values : N OK|FAILED" (N: nccl-tests'
 // count of rank/size/half results with any wrong element) and "# Avg bus bandwidth    : X " over
 // kolo's path (out of place and in place, as nccl-tests averages both); kolo-bench's own lines
 // (MPI's mean, "-c 0") follow those two. -c 0 prints N/A in #wrong.
@@ -291,8 +291,9 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
       const std::string z = sweep.blocking ? "; -z 1: a barrier after every call" : "";
       if (on_device) {
         report.Note(
-            "allreduce on GPU buffers, out of place only (in-place columns N/A); the last column "
-            "names the path (nccl: ncclAllReduce, kolo: kolo's C API on the stream); " +
+            "allreduce on GPU buffers, out of place and in place (the buffer refilled before "
+            "each block, not timed); the last column names the path (nccl: ncclAllReduce, "
+            "kolo: kolo's C API on the stream); " +
             combine + z);
       } else {
         const bool owned = sweep.collective == Collective::kAllgather ||
