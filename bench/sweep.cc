@@ -107,6 +107,7 @@ void RunSweep(const World& world, const MpiAllreducer& mpi, const SweepOptions& 
           slot.wrong += wrong;
           slot.failed = slot.failed || wrong > 0;
           if (wrong > 0 && wrong_reports++ < kMaxWrongReports) {
+            progress.Clear();
             std::fprintf(stderr,
                          "kolo-bench: rank %d: %s, path %s%s, %s %s, %lld B (%s): %lld wrong, "
                          "first: %s\n",
