@@ -123,7 +123,17 @@ def main():
         if took > 30:
             fail(f"took {took:.1f} s", out)
     elif mode in ("kill", "exit"):
-        rc, out, took = run(cmd, env, timeout=90)
+        # Each rank writes its output to a file of its own, not through mpirun: tearing the job
+        # down after the loss, mpirun may drop what it has not forwarded yet (a survivor's
+        # result, or its SIGTERM notice, seen on a loaded machine).
+        with tempfile.TemporaryDirectory() as folder:
+            at = cmd.index(mpiexec) + 3 + len(preflags)  # the rank's own command
+            wrapped = cmd[:at] + [
+                "sh", "-c", 'exec "$@" >"$0/rank$OMPI_COMM_WORLD_RANK" 2>&1', folder] + cmd[at:]
+            rc, out, took = run(wrapped, env, timeout=90)
+            for name in sorted(os.listdir(folder)):
+                with open(os.path.join(folder, name), errors="replace") as f:
+                    out += "---- " + name + " ----\n" + f.read()
         if rc == 0:
             fail("mpirun exited 0 although a rank died", out)
         # Each survivor either noticed the loss itself (its operation failed with UNAVAILABLE
