@@ -8,6 +8,10 @@
 // print their failures on stderr; at the end of each test a failure flag is all-reduced, so a
 // failure on any rank fails the test on every rank, and the exit status is the same everywhere.
 // There is no node context under MPI here, so node-aware algorithms decline (and are skipped).
+//
+// With --transport=ucx the same suite runs over a UcxCommunicator (collectives/ucx/): MPI then
+// only exchanges the UCX worker addresses (and the exit status); the cases, their failure flags
+// and the teardown go over UCX. No node context there: the node-aware algorithms decline.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -21,12 +25,17 @@
 #include "collectives/mpi/mpi_communicator.h"
 #include "collectives/mpi/mpi_node.h"
 #include "collectives/select/registry.h"
+#include "kolo/config.h"
 #include "unit/algorithm_check.h"
+#if KOLO_WITH_UCX
+#include "collectives/ucx/ucx_communicator.h"
+#include "mpi/mpi_bytes_allgather.h"
+#endif
 
 namespace kolo::testing {
 namespace {
 
-MpiCommunicator* g_comm = nullptr;
+Communicator* g_comm = nullptr;
 
 // Reports this rank's failures and fails the test on every rank if any rank failed.
 void FailEverywhereIfAnyFailed(const std::vector<std::string>& failures) {
@@ -35,12 +44,16 @@ void FailEverywhereIfAnyFailed(const std::vector<std::string>& failures) {
     if (rank != 0) std::fprintf(stderr, "[rank %d] %s\n", rank, f.c_str());
     ADD_FAILURE() << "rank " << rank << ": " << f;
   }
-  int mine = failures.empty() ? 0 : 1;
-  std::vector<int> all(g_comm->Size(), 0);
-  MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  // Over the communicator under test: every rank clears its own bit if it failed, and the AND
+  // over all ranks names the failed ones.
+  const bool mine = !failures.empty();
+  std::vector<uint64_t> ok((g_comm->Size() + 63) / 64, ~uint64_t{0});
+  if (mine) ok[rank / 64] &= ~(uint64_t{1} << (rank % 64));
+  Status s = g_comm->AndBits(ok.data(), ok.size());
+  if (!s.ok()) ADD_FAILURE() << "rank " << rank << ": failure flags: " << s.ToString();
   std::string ranks;
   for (int r = 0; r < g_comm->Size(); ++r) {
-    if (all[r]) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    if (!(ok[r / 64] >> (r % 64) & 1)) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
   }
   if (!ranks.empty() && !mine) ADD_FAILURE() << "failed on rank(s) " << ranks << " (their stderr)";
 }
@@ -127,13 +140,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "MPI_Init_thread failed\n");
     return 1;
   }
-  int rank = 0;
+  int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
   ::testing::InitGoogleTest(&argc, argv);
+  bool ucx = false;
+  for (int i = 1; i < argc; ++i) ucx = ucx || std::string(argv[i]) == "--transport=ucx";
   ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
   if (rank != 0) delete listeners.Release(listeners.default_result_printer());
   int failed = 0;
-  {
+  if (ucx) {
+#if KOLO_WITH_UCX
+    auto comm = kolo::UcxCommunicator::Create(rank, size, kolo::testing::MpiAllgatherBytes);
+    if (!comm.ok()) {
+      std::fprintf(stderr, "UCX communicator: %s\n", comm.status().ToString().c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    kolo::testing::g_comm = comm->get();
+    failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+    kolo::testing::g_comm = nullptr;
+#else
+    if (rank == 0) std::fprintf(stderr, "--transport=ucx: built without UCX\n");
+    failed = 1;
+#endif
+  } else {
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     auto comm = std::make_unique<kolo::MpiCommunicator>(dup, size_t{16} << 20);
