@@ -93,6 +93,33 @@ class UcxBatch : public P2PBatch {
     return Status::OK();
   }
 
+  // Ends the batch after an error: receives are cancelled (UCX would otherwise write into
+  // buffers the caller frees), sends released (UCX completes or drops them on its own). A peer
+  // that is gone or stalled marks the world broken, so its teardown neither flushes to nor
+  // waits for it; a local error (a size mismatch) leaves the world usable.
+  Status Fail(Status why) {
+    UcxWorld& world = comm_->world();
+    if (why.code() == StatusCode::kUnavailable || why.code() == StatusCode::kDeadlineExceeded) {
+      world.MarkBroken();
+    }
+    for (Pending& p : pending_) {
+      if (p.op.kind == P2POp::Kind::kRecv) ucp_request_cancel(world.worker(), p.request);
+    }
+    // A cancelled receive completes (UCS_ERR_CANCELED) within a few progress calls unless its
+    // data is already arriving; a bounded wait keeps a dead peer from hanging us here.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    for (Pending& p : pending_) {
+      while (p.op.kind == P2POp::Kind::kRecv &&
+             ucp_request_check_status(p.request) == UCS_INPROGRESS &&
+             std::chrono::steady_clock::now() < deadline) {
+        if (!world.Progress()) sched_yield();
+      }
+      ucp_request_free(p.request);
+    }
+    pending_.clear();
+    return why;
+  }
+
  private:
   struct Pending {
     UcxCommunicator::Op op;
@@ -126,32 +153,6 @@ class UcxBatch : public P2PBatch {
     return out;
   }
 
- public:
-  // Ends the batch after an error: receives are cancelled (UCX would otherwise write into
-  // buffers the caller frees), sends released (UCX completes or drops them on its own), and
-  // the world is marked broken, so its teardown neither flushes to nor waits for a dead peer.
-  Status Fail(Status why) {
-    UcxWorld& world = comm_->world();
-    world.MarkBroken();
-    for (Pending& p : pending_) {
-      if (p.op.kind == P2POp::Kind::kRecv) ucp_request_cancel(world.worker(), p.request);
-    }
-    // A cancelled receive completes (UCS_ERR_CANCELED) within a few progress calls unless its
-    // data is already arriving; a bounded wait keeps a dead peer from hanging us here.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-    for (Pending& p : pending_) {
-      while (p.op.kind == P2POp::Kind::kRecv &&
-             ucp_request_check_status(p.request) == UCS_INPROGRESS &&
-             std::chrono::steady_clock::now() < deadline) {
-        if (!world.Progress()) sched_yield();
-      }
-      ucp_request_free(p.request);
-    }
-    pending_.clear();
-    return why;
-  }
-
- private:
   UcxCommunicator* comm_;
   std::vector<Pending> pending_;
 };

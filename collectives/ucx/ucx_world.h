@@ -7,7 +7,9 @@
 // every communicator from its one background thread, so one worker in UCS_THREAD_MODE_SINGLE
 // is both enough and the cheapest: no locks inside UCX, and progressing it for one
 // communicator's wait also moves the others' traffic (a rendezvous sender waits for its
-// receiver's acknowledgement, which the receiver only sends while progressing).
+// receiver's acknowledgement, which the receiver only sends while progressing). Single mode
+// means no call may overlap another: create the world, use its communicators and destroy them
+// on the one thread that drives them.
 //
 // Address exchange is out of band: the world is built from a function that all-gathers one
 // byte string per rank (MPI today, a TCP rendezvous later), so nothing here depends on a
