@@ -28,6 +28,10 @@
 // drains the worker once more: a rendezvous sender completes only when its receiver, having
 // received, sends the acknowledgement, and that needs the receiver's progress.
 //
+// Measured on one host (2 cores, UCX 1.13.1 over shared memory, SendRecv around a ring, mean
+// of 20000 / 300 calls): 2 ranks, 8 B 0.86-0.89 us (MpiCommunicator 1.03-1.05 us), 1 MiB
+// 119-130 us (MPI 105-117 us); 4 ranks on the 2 cores, 8 B 4.3-5.3 us (MPI 3.5-4.6 us).
+//
 // Control plane (ucx_control.cc): GatherBytes sends a length then the bytes to the root;
 // BroadcastBytes and Broadcast are binomial trees from the root; AndBits is a gather to rank 0
 // and a binomial broadcast back; Barrier is a dissemination barrier of empty messages. Each is

@@ -1,9 +1,9 @@
 // The UCX communicator (collectives/ucx/) under mpirun: its control-plane calls, point-to-point
-// ordering, empty and rendezvous-sized messages, sub-communicators, and (--fault) a rank
-// SIGKILLed mid-collective. MPI exchanges the worker addresses and nothing else: each test's
-// failure flags go over the communicator under test (AndBits), so any rank's failure fails the
-// test on every rank. Every expected value is computed from the inputs every rank knows
-// (Value(rank, i) below), never from what another rank sent.
+// ordering, empty and rendezvous-sized messages, sub-communicators, and a rank SIGKILLed
+// (--fault) or SIGSTOPped (--frozen) mid-collective. MPI exchanges the worker addresses and nothing
+// else: each test's failure flags go over the communicator under test (AndBits), so any rank's
+// failure fails the test on every rank. Every expected value is computed from the inputs every rank
+// knows (Value(rank, i) below), never from what another rank sent.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <signal.h>
@@ -296,6 +296,10 @@ TEST(UcxSubTest, SubCommunicatorsDoNotSeeEachOthersMessages) {
 // wait must end with an error naming it within a few seconds (the liveness check looks at the
 // peers' pids, as kolo's peer watch does), and the survivors then agree over a sub-communicator
 // made beforehand. Prints one line for the test's pass expression.
+// --frozen: the last rank SIGSTOPs itself instead: alive to the liveness check, it answers
+// nothing, so the progress check (2 s here; the runtime's stall shutdown time in kolo) must end
+// every survivor's wait, and rank 0's, which receives from it, must name it. Rank 0 then kills
+// it so the job ends.
 bool ProcessGone(int pid) {
   if (kill(pid, 0) != 0) return errno == ESRCH;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -305,8 +309,13 @@ bool ProcessGone(int pid) {
   return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
 }
 
-int RunFault(UcxCommunicator& comm, const std::vector<int>& pids) {
+int RunFault(UcxCommunicator& comm, const std::vector<int>& pids, bool frozen) {
   const int victim = comm.Size() - 1;
+  comm.set_progress_check(
+      [](std::chrono::steady_clock::time_point since, const std::string& waiting_for) -> Status {
+        if (std::chrono::steady_clock::now() - since < std::chrono::seconds(2)) return Status::OK();
+        return DeadlineExceededError("no progress for 2 s waiting for " + waiting_for);
+      });
   comm.set_liveness_check([&pids, &comm]() -> Status {
     for (int r = 0; r < comm.Size(); ++r) {
       if (ProcessGone(pids[r])) {
@@ -326,9 +335,9 @@ int RunFault(UcxCommunicator& comm, const std::vector<int>& pids) {
   if (Status s = comm.Barrier(); !s.ok()) return 1;
   std::vector<float> data(size_t{16} << 20, 1.0f);
   if (comm.Rank() == victim) {
-    std::thread([] {
+    std::thread([frozen] {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      raise(SIGKILL);
+      raise(frozen ? SIGSTOP : SIGKILL);
     }).detach();
   }
   AllreduceArgs args;
@@ -344,13 +353,20 @@ int RunFault(UcxCommunicator& comm, const std::vector<int>& pids) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string named = "rank " + std::to_string(victim);
-  const bool ok = !s.ok() && s.message().find(named) != std::string::npos && seconds < 10;
+  const bool named_it = s.message().find(named) != std::string::npos;
+  const bool ok =
+      !s.ok() && seconds < 10 &&
+      (frozen ? s.code() == StatusCode::kDeadlineExceeded && (comm.Rank() != 0 || named_it)
+              : named_it);
   std::fprintf(stderr, "[rank %d] after %.2f s: %s\n", comm.Rank(), seconds, s.ToString().c_str());
   std::vector<uint64_t> flags = {ok ? ~uint64_t{0} : 0};
   Status agreed = (*sub)->AndBits(flags.data(), 1);
   if (comm.Rank() == 0) {
+    if (frozen) kill(pids[victim], SIGKILL);
     if (agreed.ok() && flags[0] != 0) {
-      std::printf("UCX fault test passed: every survivor's wait named %s within 10 s\n",
+      std::printf(frozen ? "UCX frozen-peer test passed: every survivor's wait ended, rank 0's "
+                           "naming %s, within 10 s\n"
+                         : "UCX fault test passed: every survivor's wait named %s within 10 s\n",
                   named.c_str());
     } else {
       std::printf("UCX fault test FAILED: %s\n",
@@ -374,8 +390,11 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
   if (rank != 0) delete listeners.Release(listeners.default_result_printer());
-  bool fault = false;
-  for (int i = 1; i < argc; ++i) fault = fault || std::string(argv[i]) == "--fault";
+  bool fault = false, frozen = false;
+  for (int i = 1; i < argc; ++i) {
+    fault = fault || std::string(argv[i]) == "--fault";
+    frozen = frozen || std::string(argv[i]) == "--frozen";
+  }
   std::vector<int> pids(size);
   const int pid = getpid();
   MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
@@ -386,7 +405,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "UCX communicator: %s\n", comm.status().ToString().c_str());
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (fault) return kolo::testing::RunFault(**comm, pids);
+    if (fault || frozen) return kolo::testing::RunFault(**comm, pids, frozen);
     kolo::testing::g_comm = comm->get();
     failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
     kolo::testing::g_comm = nullptr;
