@@ -66,8 +66,13 @@ readonly ASAN_RUNTIME_OPTIONS="intercept_tls_get_addr=0"
 stage_address() {
   local dir="${KOLO_ROOT}/build-asan"
   configure "${dir}" -DKOLO_SANITIZE=address
-  kolo_build "${dir}" --target kolo_unit_tests kolo_mpi_tests kolo_algo_mpi_tests kolo_topology_mpi_tests \
-    kolo_mismatch_demo
+  local targets=(kolo_unit_tests kolo_mpi_tests kolo_algo_mpi_tests kolo_topology_mpi_tests
+    kolo_mismatch_demo)
+  # The UCX communicator's suite, where UCX was found (tests/mpi/CMakeLists.txt).
+  if [[ -d "${dir}/tests/mpi/CMakeFiles/kolo_ucx_mpi_tests.dir" ]]; then
+    targets+=(kolo_ucx_mpi_tests)
+  fi
+  kolo_build "${dir}" --target "${targets[@]}"
   # All but what the thread stage also leaves out, for the same reasons: the one-thread
   # half-float sweep and the algorithm sweep at 5-7 ranks (no code path that 2-4 do not take).
   local sweep='All/AllreduceAlgorithmTest.*'
@@ -77,13 +82,14 @@ stage_address() {
     --gtest_filter="-*HalfConversion*:${sweep}np5*:${sweep}np6*:${sweep}np7*"
   # Open MPI has no frame pointers: the slow unwinder gives full allocation stacks, so the
   # suppressions see Open MPI's frames in Open MPI's leaks and nothing else is suppressed.
-  # Every mpi.*.np2 test but the one with 2 GiB buffers per rank.
+  # Every mpi.*.np2 test but the one with 2 GiB buffers per rank, and the algorithm suite over
+  # UCX (the algorithms run over MPI here, and the UCX communicator's own suite, mpi.ucx.np2).
   kolo_log "address: MPI suites at 2 ranks"
   kolo_run env ASAN_OPTIONS="fast_unwind_on_malloc=0:${ASAN_RUNTIME_OPTIONS}" \
     UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=${SAN_DIR}/lsan_openmpi.supp" \
     ctest --test-dir "${dir}" --output-on-failure --no-tests=error --timeout 300 \
-    -R '^mpi\.[a-z_]+\.np2$' -E '^mpi\.large_counts\.'
+    -R '^mpi\.[a-z_]+\.np2$' -E '^mpi\.(large_counts|algorithms_ucx)\.'
 }
 
 stage_thread() {
