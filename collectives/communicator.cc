@@ -26,8 +26,17 @@ Status Communicator::NoNative(std::string_view what) const {
   return UnimplementedError(std::string(BackendName()) + " has no native " + std::string(what));
 }
 
-Status Communicator::SendRecv(const void*, size_t, int, void*, size_t, int, int) {
-  return NoNative("SendRecv");
+// One batch of the two transfers, so a backend's Start (and the liveness and progress checks
+// of its Wait) serves both. Empty messages are not sent: both sides know the sizes.
+Status Communicator::SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
+                              size_t recv_bytes, int src, int tag) {
+  std::vector<P2POp> ops;
+  ops.reserve(2);
+  if (recv_bytes > 0) ops.push_back(P2POp::Recv(recv, recv_bytes, src, tag));
+  if (send_bytes > 0) ops.push_back(P2POp::Send(send, send_bytes, dst, tag));
+  if (ops.empty()) return Status::OK();
+  KOLO_ASSIGN_OR_RETURN(std::unique_ptr<P2PBatch> batch, Start(ops));
+  return batch->Wait();
 }
 StatusOr<std::unique_ptr<P2PBatch>> Communicator::Start(const std::vector<P2POp>&) {
   return NoNative("non-blocking point-to-point");

@@ -77,7 +77,8 @@ class Communicator {
   // "mpi", "loopback": for logs, errors and algorithm names.
   virtual std::string_view BackendName() const = 0;
 
-  // Sends send_bytes to `dst` and receives recv_bytes from `src` with `tag`, concurrently.
+  // Sends send_bytes to `dst` and receives recv_bytes from `src` with `tag`, concurrently. The
+  // default is one batch of Start, waited for.
   virtual Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
                           size_t recv_bytes, int src, int tag);
   // Starts the transfers without waiting (receives are posted before sends, whatever their

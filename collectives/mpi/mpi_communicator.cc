@@ -149,22 +149,6 @@ MpiCommunicator::~MpiCommunicator() {
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-Status MpiCommunicator::SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
-                                 size_t recv_bytes, int src, int tag) {
-  // One batch (pieces of at most INT_MAX bytes; both sides cut identically, so pieces pair
-  // up), waited for by polling, so that a dead peer (the liveness check) or a frozen one (the
-  // progress check) ends the wait instead of hanging in MPI_Waitall. Empty messages are not
-  // sent: both sides know the sizes.
-  std::vector<P2POp> ops;
-  ops.reserve(2);
-  if (recv_bytes > 0) ops.push_back(P2POp::Recv(recv, recv_bytes, src, tag));
-  if (send_bytes > 0) ops.push_back(P2POp::Send(send, send_bytes, dst, tag));
-  if (ops.empty()) return Status::OK();
-  auto batch = Start(ops);
-  if (!batch.ok()) return batch.status();
-  return (*batch)->Wait();
-}
-
 Status MpiCommunicator::Allreduce(const void* send, void* recv, size_t count, DataType dtype,
                                   ReduceOp op) {
   MPI_Datatype type;

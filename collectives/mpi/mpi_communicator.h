@@ -26,8 +26,6 @@ class MpiCommunicator : public Communicator {
   std::string_view BackendName() const override { return "mpi"; }
   MPI_Comm comm() const { return comm_; }
 
-  Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv, size_t recv_bytes,
-                  int src, int tag) override;
   // MPI_Irecv/MPI_Isend (pieces of at most INT_MAX bytes); Wait tests in a loop that spins
   // briefly, then yields the core (ranks may outnumber cores), and runs the liveness check
   // once a second after the first second (collectives/mpi/mpi_p2p.cc).

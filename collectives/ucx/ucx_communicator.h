@@ -74,8 +74,6 @@ class UcxCommunicator : public Communicator {
   std::string_view BackendName() const override { return "ucx"; }
   UcxWorld& world() const { return *world_; }
 
-  Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv, size_t recv_bytes,
-                  int src, int tag) override;
   // ucp_tag_recv_nbx for every receive, then ucp_tag_send_nbx for every send, one request each
   // (UCX takes 64-bit sizes); empty transfers are skipped, as both sides know the sizes.
   // A receive that gets a size other than its own fails the wait (ucx_p2p.cc).

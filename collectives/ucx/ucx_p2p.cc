@@ -190,15 +190,4 @@ StatusOr<std::unique_ptr<P2PBatch>> UcxCommunicator::Start(const std::vector<P2P
   return Post(posted);
 }
 
-Status UcxCommunicator::SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
-                                 size_t recv_bytes, int src, int tag) {
-  std::vector<P2POp> ops;
-  ops.reserve(2);
-  if (recv_bytes > 0) ops.push_back(P2POp::Recv(recv, recv_bytes, src, tag));
-  if (send_bytes > 0) ops.push_back(P2POp::Send(send, send_bytes, dst, tag));
-  if (ops.empty()) return Status::OK();
-  KOLO_ASSIGN_OR_RETURN(std::unique_ptr<P2PBatch> batch, Start(ops));
-  return batch->Wait();
-}
-
 }  // namespace kolo
