@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "base/ascii.h"
+#include "base/host_name.h"
 
 namespace kolo {
 namespace {
@@ -28,12 +29,6 @@ spdlog::logger& Logger() {
     return l;
   }();
   return *logger;
-}
-
-std::string HostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
 }
 
 spdlog::level::level_enum ToSpd(LogLevel level) {
@@ -91,6 +86,12 @@ void LogMessage(LogLevel level, std::string_view subsystem, std::string_view mes
   static const int pid = static_cast<int>(getpid());
   Logger().log(ToSpd(level), "{} [{}:{} rank {}/{} {}] {}", LevelTag(level), host, pid,
                g_rank.load(), g_size.load(), subsystem, message);
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
 }
 
 }  // namespace kolo

@@ -15,6 +15,11 @@
 #include "collectives/mpi/mpi_node.h"
 #include "collectives/node_context.h"
 #include "collectives/select/registry.h"
+#include "kolo/config.h"
+#if KOLO_WITH_UCX
+#include "collectives/ucx/ucx_communicator.h"
+#include "collectives/ucx/ucx_node.h"
+#endif
 
 namespace kolo::bench {
 namespace {
@@ -27,6 +32,7 @@ struct Variant {
   explicit Variant(std::string n) : name(std::move(n)) {}
   std::string name;
   AllreduceAlgorithm* algorithm = nullptr;  // null: MPI_Allreduce or memcpy
+  Communicator* comm = nullptr;             // what `algorithm` runs over; null: the MPI one
   bool memcpy_probe = false;
   int iters = 1;
   std::vector<double> samples_us;  // this rank's per-call mean of each timed block
@@ -87,7 +93,7 @@ class Runner {
       args.count = static_cast<size_t>(count);
       args.dtype = DataType::kFloat32;
       args.op = ReduceOp::kSum;
-      const Status s = v.algorithm->Run(comm_, args);
+      const Status s = v.algorithm->Run(v.comm != nullptr ? *v.comm : comm_, args);
       if (!s.ok()) {
         Fail(world_, "algorithm " + v.name + ", " + std::to_string(bytes) +
                          " B float32 sum: " + s.ToString());
@@ -169,6 +175,27 @@ std::unique_ptr<MpiCommunicator> MakeBenchCommunicator(const World& world, size_
   return comm;
 }
 
+std::unique_ptr<Communicator> MakeUcxBenchCommunicator(const World& world,
+                                                       const MpiCommunicator& mpi) {
+#if KOLO_WITH_UCX
+  const MPI_Comm base = world.comm;
+  UcxAllgather allgather = [base](const std::string& mine, std::vector<std::string>* all) {
+    return GatherStrings(base, mine, all);
+  };
+  auto ucx = UcxCommunicator::Create(world.rank, world.size, std::move(allgather));
+  if (!ucx.ok()) Fail(world, "--transport ucx: " + ucx.status().ToString());
+  const NodeMap map = mpi.node() != nullptr ? mpi.node()->map : NodeMap::OneNode(world.size);
+  auto node = MakeUcxNodeContext(**ucx, map);
+  if (!node.ok()) Fail(world, "--transport ucx: node context: " + node.status().ToString());
+  (*ucx)->set_node(*node);
+  return std::move(*ucx);
+#else
+  (void)mpi;
+  Fail(world, "--transport ucx: this kolo-bench was built without UCX (KOLO_WITH_UCX=OFF)");
+  return nullptr;
+#endif
+}
+
 std::vector<std::string> RegisteredAlgorithmNames() {
   std::vector<std::string> names;
   for (const auto& algo : MakeAllreduceAlgorithms()) names.emplace_back(algo->Name());
@@ -194,6 +221,18 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
       variants.push_back(std::move(v));
     }
   }
+  // The UCX rows: the same algorithms over a UcxCommunicator with the MPI one's nodes.
+  std::unique_ptr<Communicator> ucx;
+  if (options.ucx) {
+    ucx = MakeUcxBenchCommunicator(world, *comm);
+    const size_t own = variants.size();
+    for (size_t i = 1; i < own; ++i) {
+      Variant v{variants[i].name + "/ucx"};
+      v.algorithm = variants[i].algorithm;
+      v.comm = ucx.get();
+      variants.push_back(std::move(v));
+    }
+  }
   Variant memcpy_probe{"memcpy"};
   memcpy_probe.memcpy_probe = true;
   variants.push_back(std::move(memcpy_probe));
@@ -211,6 +250,11 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
                                                                        ? " (" + node->shm_reason +
                                                                              ")"
                                                                        : std::string())));
+  if (ucx) {
+    header.push_back(
+        "name/ucx: the same algorithm over a UcxCommunicator (UCP's tag API), "
+        "interleaved with the rows over MPI point-to-point");
+  }
   header.push_back("MPI_Allreduce as is (one call, no pieces); malloc variables: " +
                    (malloc_settings.empty()
                         ? std::string("not set (Open MPI slows from 32 MiB, docs/machine-notes.md 2)")

@@ -46,12 +46,19 @@ struct AlgorithmsOptions {
   size_t max_call_bytes = size_t{16} << 20;
   JsonLines* json = nullptr;                // --json: one "row" record per printed row (not owned)
   RankCombine average = RankCombine::kMax;  // -a 0..3 / --average: timings over ranks
+  // Also each algorithm over a UcxCommunicator ("ring/ucx"), interleaved with the MPI rows.
+  bool ucx = false;
 };
 
 // A communicator over a fresh dup of world.comm, cut into max_call_bytes pieces, with the node
 // context of KOLO_NODE_GROUPING (or the hosts), so node-aware algorithms run. Fails the job on
 // error. Collective.
 std::unique_ptr<MpiCommunicator> MakeBenchCommunicator(const World& world, size_t max_call_bytes);
+// --transport ucx: a UcxCommunicator over the same ranks (addresses exchanged over world.comm),
+// with `mpi`'s node map, so the node-aware algorithms see the same nodes. Fails the job on error
+// or in a build without UCX. Collective; destroy it before MPI_Finalize.
+std::unique_ptr<Communicator> MakeUcxBenchCommunicator(const World& world,
+                                                       const MpiCommunicator& mpi);
 
 // The names `-a` accepts: the registry's, in table order.
 std::vector<std::string> RegisteredAlgorithmNames();

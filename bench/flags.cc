@@ -141,6 +141,10 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
                  "compare all-reduce algorithms with MPI_Allreduce, float32 sum (" +
                      algorithm_names +
                      "all; bench/algorithms.h); a number 0..3 is nccl-tests' -a (--average)");
+  app.add_option("--transport", f.transport,
+                 "-a: mpi (kolo's algorithms over MPI point-to-point), or ucx (each again over "
+                 "UCX's tag API, beside the MPI rows)")
+      ->capture_default_str();
   app.add_option("--device", f.device,
                  "where the buffers live: host (default) or cuda (one GPU per rank; sweep: "
                  "paths nccl and kolo, bench/device_sweep.h; --model: bench/device_replay.h). "
@@ -309,6 +313,14 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
   if (f.calibrate && !f.algorithms.empty()) return UsageError("-a and --calibrate: one of them");
   if (f.calibrate && !f.json.empty()) {
     return UsageError("--json: --calibrate has no rows; it writes its tuning file (--output)");
+  }
+  if (f.transport != "mpi" && f.transport != "ucx") {
+    return UsageError("unknown --transport '" + f.transport + "'; mpi or ucx");
+  }
+  if (f.transport == "ucx" && f.algorithms.empty()) {
+    return UsageError(
+        "--transport ucx compares kolo's algorithms: give -a (the runtime's modes "
+        "follow KOLO_TRANSPORT)");
   }
   if (!f.algorithms.empty()) {
     const std::vector<std::string> known = RegisteredAlgorithmNames();

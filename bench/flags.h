@@ -41,6 +41,7 @@ struct Flags {
   bool negotiation = false;
   std::string tensors = "1,100,1000";
   std::string algorithms;
+  std::string transport = "mpi";  // -a: mpi, or ucx (the algorithms over UCX too)
   bool calibrate = false;
   std::string device = "host";
   std::string output;

@@ -202,6 +202,7 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
     options.output = f.output;
     options.json = json.get();
     options.average = sweep.average;
+    options.ucx = f.transport == "ucx";
     const int status = RunAlgorithms(world, options) == 0 ? 0 : 1;
     return JsonOk(world, json.get()) ? status : 1;
   }

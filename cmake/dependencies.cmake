@@ -18,6 +18,13 @@ find_package(MPI QUIET COMPONENTS C CXX)
 if(NOT MPI_FOUND)
   kolo_missing("MPI's development files (mpi.h and mpicc)" "libopenmpi-dev openmpi-bin")
 endif()
+# mpi.h alone, for the files that name MPI types (MPI_Comm in kolo_init_comm's path) but call no
+# MPI: they are in libkolo.so, which does not link libmpi (runtime/world/mpi_plugin.h).
+add_library(kolo_mpi_headers INTERFACE)
+target_include_directories(kolo_mpi_headers INTERFACE
+  $<TARGET_PROPERTY:MPI::MPI_C,INTERFACE_INCLUDE_DIRECTORIES>)
+# Without the MPI C++ bindings' inline functions, which call MPI.
+target_compile_definitions(kolo_mpi_headers INTERFACE OMPI_SKIP_MPICXX MPICH_SKIP_MPICXX)
 pkg_check_modules(HWLOC QUIET IMPORTED_TARGET hwloc>=2.0)
 if(NOT HWLOC_FOUND)
   kolo_missing("hwloc 2 (pkg-config hwloc)" "libhwloc-dev")

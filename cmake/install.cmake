@@ -2,6 +2,7 @@
 #
 # Installs:
 #   lib/libkolo.so.<version> + SONAME link + dev link      (target kolo, export set koloTargets)
+#   lib/libkolo_mpi.so                                     (the MPI plugin libkolo.so opens)
 #   include/kolo/kolo.h, include/kolo/config.h             (public header + generated config)
 #   lib/cmake/kolo/kolo{Config,ConfigVersion,Targets*}.cmake  -> find_package(kolo), kolo::kolo
 #   lib/pkgconfig/kolo.pc                                  -> pkg-config --cflags --libs kolo
@@ -16,6 +17,9 @@ install(TARGETS kolo
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # (kolo's INTERFACE_INCLUDE_DIRECTORIES already carries $<INSTALL_INTERFACE:include>.)
+# libkolo_mpi.so, beside libkolo.so, where libkolo.so opens it when a process starts over MPI
+# (runtime/world/mpi_plugin.h); nothing links it, so it is not in the export set.
+install(TARGETS kolo_mpi_plugin LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/bindings/c/include/kolo/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kolo

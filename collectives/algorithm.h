@@ -27,6 +27,9 @@ struct SelectionInput {
   MemoryKind memory = MemoryKind::kHost;
   int ranks = 1;
   std::string_view backend;  // Communicator::BackendName()
+  // Communicator::HasNativeCollectives(): false for a transport that only moves bytes (UCX),
+  // where the library's all-reduce would be kolo's own algorithms under another name.
+  bool native_collectives = true;
   // Node structure (Communicator::node(); one node of `ranks` when it has none).
   int nodes = 1;
   int max_local_size = 1;

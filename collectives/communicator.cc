@@ -10,9 +10,20 @@
 
 namespace kolo {
 
-uint64_t Communicator::NextSerial() {
+namespace {
+std::atomic<uint64_t (*)()> g_serial_source{nullptr};
+}  // namespace
+
+uint64_t NextCommunicatorSerial() {
   static std::atomic<uint64_t> last{0};
   return ++last;
+}
+
+void SetCommunicatorSerialSource(uint64_t (*source)()) { g_serial_source = source; }
+
+uint64_t Communicator::NextSerial() {
+  uint64_t (*source)() = g_serial_source.load();
+  return source != nullptr ? source() : NextCommunicatorSerial();
 }
 
 void Communicator::set_node(std::shared_ptr<NodeContext> node) {

@@ -76,6 +76,9 @@ class Communicator {
   virtual int Size() const = 0;
   // "mpi", "loopback": for logs, errors and algorithm names.
   virtual std::string_view BackendName() const = 0;
+  // Whether the collectives below (Allreduce ... Alltoallv) are the library's own; without
+  // them, "auto" in the collective tables means kolo's algorithms over point-to-point.
+  virtual bool HasNativeCollectives() const { return false; }
 
   // Sends send_bytes to `dst` and receives recv_bytes from `src` with `tag`, concurrently. The
   // default is one batch of Start, waited for.
@@ -173,6 +176,12 @@ class Communicator {
   std::shared_ptr<NodeContext> node_;
   ProgressCheck progress_check_;
 };
+
+// The counter behind serial(). A library with its own copy of this code in the same process
+// (libkolo_mpi.so: runtime/world/mpi_plugin.h) draws from the counter of the one that loaded it,
+// so that serials stay unique across both: SetCommunicatorSerialSource(that counter).
+uint64_t NextCommunicatorSerial();
+void SetCommunicatorSerialSource(uint64_t (*source)());
 
 }  // namespace kolo
 

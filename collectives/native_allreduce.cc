@@ -8,9 +8,12 @@ Status NativeAllreduce::Supports(const SelectionInput& in) const {
     return UnimplementedError(std::string(ReduceOpName(in.op)) +
                               " is not a library reduction");
   }
-  // UCX moves bytes only: it has no collectives, so its communicator has no native all-reduce
-  // and the selection moves on to kolo's own algorithms.
-  if (in.backend == "ucx") return UnimplementedError("the ucx backend has no native all-reduce");
+  // A transport that moves bytes only (UCX) has no collectives: the selection moves on to
+  // kolo's own algorithms.
+  if (!in.native_collectives) {
+    return UnimplementedError("the " + std::string(in.backend) +
+                              " backend has no native all-reduce");
+  }
   return Status::OK();
 }
 

@@ -102,6 +102,12 @@ Status Level(std::string_view v, Config& c) {
   return Status::OK();
 }
 
+Status Transport(std::string_view v, Config& c) {
+  if (v != "mpi" && v != "ucx") return InvalidArgumentError("expected mpi or ucx");
+  c.transport = std::string(v);
+  return Status::OK();
+}
+
 }  // namespace
 
 const std::vector<Knob>& Knobs() {
@@ -212,6 +218,10 @@ const std::vector<Knob>& Knobs() {
        "how ranks group into nodes, overriding the hosts: 2x2 (nodes x ranks), 3+2 (node "
        "sizes) or 0,0,1,1 (a node id per rank)",
        Text<&Config::node_grouping>},
+      {"KOLO_TRANSPORT", "", "mpi|ucx", "mpi",
+       "what kolo's own traffic (negotiation, kolo's algorithms) runs over: mpi, or ucx (UCP's "
+       "tag API; under mpirun, MPI still starts the job)",
+       Transport},
   };
   return knobs;
 }
@@ -310,6 +320,8 @@ constexpr std::string_view kOtherKnown[] = {
     "KOLO_TEST_WATCHDOG_S", "KOLO_TOPOLOGY_EXPORTS_DIR", "KOLO_GPU_ARCH",
     "KOLO_GPU_CHECK_DRY_RUN", "KOLO_GPU_CHECK_BUDGET_S", "KOLO_NP", "KOLO_VENV",
     "KOLO_TORCH_VENV",
+    // the start without MPI (runtime/world/env_bootstrap.h)
+    "KOLO_MASTER_PORT", "KOLO_JOB_ID",
     // horovodrun's per-rank variables
     "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
     "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE", "HOROVOD_HOSTNAME", "HOROVOD_CONTROLLER",
@@ -341,7 +353,9 @@ std::vector<std::string> UnknownVariables(const std::vector<std::string>& names)
   }
   std::vector<std::string> out;
   for (const std::string& name : names) {
-    const bool ours = name.rfind("KOLO_", 0) == 0 || name.rfind("HOROVOD_", 0) == 0;
+    // KOLO_UCX_* are UCX's own variables, read for kolo's UCX context (ucp_config_read).
+    const bool ours = (name.rfind("KOLO_", 0) == 0 && name.rfind("KOLO_UCX_", 0) != 0) ||
+                      name.rfind("HOROVOD_", 0) == 0;
     if (!ours || std::find(known.begin(), known.end(), name) != known.end() ||
         std::find(std::begin(kOtherKnown), std::end(kOtherKnown), name) != std::end(kOtherKnown)) {
       continue;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <mutex>
 
 #include "base/logging.h"
 
@@ -44,14 +45,15 @@ void DeferWhileWriting(int sig) {
 
 namespace {
 
+// Looked at on every Open, not once per process: a signal ignored at the first Open (a job
+// started in the background ignores SIGINT) may have its default action again by the next one,
+// in a forked child say, and then needs the deferral too.
 void InstallDeferringHandlers() {
-  static std::atomic<bool> installed{false};
-  if (installed.exchange(true)) return;
   for (int sig : {SIGINT, SIGTERM}) {
     struct sigaction current {};
     if (sigaction(sig, nullptr, &current) != 0 || current.sa_handler != SIG_DFL ||
         (current.sa_flags & SA_SIGINFO)) {
-      continue;  // someone else handles (or ignores) it: their handler decides
+      continue;  // ours already, or someone else handles (or ignores) it: their handler decides
     }
     struct sigaction mine {};
     mine.sa_handler = DeferWhileWriting;
@@ -61,9 +63,12 @@ void InstallDeferringHandlers() {
   }
   // A child forked while another thread was writing must not inherit "writing" (that thread
   // does not exist there), or it would defer its signals forever.
-  pthread_atfork(nullptr, nullptr, [] {
-    g_writing.store(0);
-    g_pending_signal.store(0);
+  static std::once_flag at_fork;
+  std::call_once(at_fork, [] {
+    pthread_atfork(nullptr, nullptr, [] {
+      g_writing.store(0);
+      g_pending_signal.store(0);
+    });
   });
 }
 

@@ -28,7 +28,7 @@ KOLO_PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libspdlog-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  pybind11-dev libdlpack-dev python3-venv
+  pybind11-dev libdlpack-dev python3-venv python3-mpi4py
   python3-dev python3-numpy python3-torch python3-sklearn python3-pytest
   python3-matplotlib
 )

@@ -4,7 +4,8 @@
 # /usr/bin/python3 without Debian's packages, it installs torch, numpy, scikit-learn and pytest
 # from PyPI, makes kolo's sdist (`python -m build --sdist`) and installs it, so the sdist is
 # checked too; then, launched with kolorun, the pytest suite of kolo.torch at 2 and 3 ranks (and
-# its Adasum files at 4), the main job and kolo-bench, and kolo-topo; last, `pip uninstall kolo`
+# its Adasum files at 4), the main job and kolo-bench, and kolo-topo; the main job again under
+# this torch's torchrun at 2 and 3 ranks (no MPI); last, `pip uninstall kolo`
 # must leave nothing behind. It ends with the versions, for docs/compatibility.md. Non-zero on
 # any failure.
 #
@@ -42,6 +43,10 @@ done
 kolo_run kolorun -np 4 python -m pytest -x -q -p no:cacheprovider "${tests}/test_adasum.py" \
   "${tests}/test_adasum_optimizer.py"
 kolo_run kolorun -np 2 python "${KOLO_ROOT}/examples/train_digits.py"
+# Without MPI, as torchrun starts it (this torch's torchrun; Debian's fails on Python 3.11).
+for np in 2 3; do
+  kolo_run torchrun --standalone --nproc_per_node "${np}" "${KOLO_ROOT}/examples/train_digits.py"
+done
 # The other console scripts: the wheel's executables, through their entry points.
 kolo_run kolorun -np 2 kolo-bench -b 8 -e 64K -f 8 -n 3 -w 1
 kolo_run kolo-topo >/dev/null

@@ -14,7 +14,7 @@
 #include "bindings/c/api_state.h"
 #include "kolo/kolo.h"
 #include "runtime/runtime.h"
-#include "runtime/world/mpi_bootstrap.h"
+#include "runtime/world/mpi_plugin.h"
 #include "runtime/world/world.h"
 
 using kolo::capi::Fail;
@@ -92,6 +92,12 @@ kolo_status_t kolo_init_comm(MPI_Comm comm) {
   return kolo::capi::StartWorldOnce([comm] { return kolo::StartWorldOnComm(comm, OnMpiFinalize); });
 }
 
+kolo_status_t kolo_init_comm_fortran(int fortran_comm) {
+  kolo::capi::LastError().clear();
+  return kolo::capi::StartWorldOnce(
+      [fortran_comm] { return kolo::StartWorldOnFortranComm(fortran_comm, OnMpiFinalize); });
+}
+
 kolo_status_t kolo_shutdown(void) {
   std::shared_ptr<kolo::World> world = kolo::capi::TakeWorld();
   if (world) world->Stop();
@@ -100,7 +106,12 @@ kolo_status_t kolo_shutdown(void) {
 
 int kolo_is_initialized(void) { return CurrentRuntime() ? 1 : 0; }
 
-int kolo_mpi_threads_supported(void) { return kolo::MpiThreadsMultiple() ? 1 : 0; }
+int kolo_mpi_threads_supported(void) {
+  // Without an MPI library in the process MPI cannot be running; asking would load one.
+  if (!kolo::MpiLibraryLoaded()) return 0;
+  auto mpi = kolo::LoadMpiPlugin();
+  return mpi.ok() && (*mpi)->threads_multiple() ? 1 : 0;
+}
 
 #define KOLO_LAYOUT_GETTER(fn, field)         \
   int fn(void) {                              \

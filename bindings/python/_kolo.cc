@@ -12,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <mpi.h>  // before kolo.h, which then declares kolo_init_comm
-
 #include "kolo/config.h"
 #include "kolo/kolo.h"
 
@@ -416,14 +414,15 @@ PYBIND11_MODULE(_kolo, m) {
       },
       py::arg("ranks"));
   // An mpi4py communicator arrives as its Fortran handle (comm.py2f()): portable across MPI
-  // implementations and needs no mpi4py headers here. MPI is initialised by then (mpi4py did).
+  // implementations and needs no mpi4py headers here, nor MPI (kolo converts it with its MPI
+  // plugin, so a start without MPI never loads libmpi). MPI is initialised by then (mpi4py did).
   m.def(
       "init_comm",
       [](int64_t fortran_handle) {
         kolo_status_t s;
         {
           py::gil_scoped_release release;  // collective over the communicator
-          s = kolo_init_comm(MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle)));
+          s = kolo_init_comm_fortran(static_cast<int>(fortran_handle));
         }
         Check(s);
       },
@@ -442,6 +441,7 @@ PYBIND11_MODULE(_kolo, m) {
   m.def("mpi_threads_supported", [] { return kolo_mpi_threads_supported() != 0; });
   m.def("built_with_cuda", [] { return KOLO_WITH_CUDA != 0; });
   m.def("built_with_nccl", [] { return KOLO_WITH_NCCL != 0; });
+  m.def("built_with_ucx", [] { return KOLO_WITH_UCX != 0; });
 
   m.def("allreduce_async", &AllreduceAsync, py::arg("name"), py::arg("input"), py::arg("output"),
         py::arg("dtype"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,

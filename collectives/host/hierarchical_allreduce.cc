@@ -75,6 +75,7 @@ Status HierarchicalAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
     ci.op = args.op;
     ci.ranks = ci.nodes = cross.Size();
     ci.backend = cross.BackendName();
+    ci.native_collectives = cross.HasNativeCollectives();
     ci.cost = &cross_cost_;
     cross_algo = CrossAlgorithm(ci);
   }

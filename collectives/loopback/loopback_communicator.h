@@ -60,6 +60,7 @@ class LoopbackCommunicator : public Communicator {
   int Rank() const override { return rank_; }
   int Size() const override { return world_->size(); }
   std::string_view BackendName() const override { return "loopback"; }
+  bool HasNativeCollectives() const override { return true; }
 
   Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv, size_t recv_bytes,
                   int src, int tag) override;

@@ -24,6 +24,7 @@ class MpiCommunicator : public Communicator {
   int Rank() const override { return rank_; }
   int Size() const override { return size_; }
   std::string_view BackendName() const override { return "mpi"; }
+  bool HasNativeCollectives() const override { return true; }
   MPI_Comm comm() const { return comm_; }
 
   // MPI_Irecv/MPI_Isend (pieces of at most INT_MAX bytes); Wait tests in a loop that spins

@@ -30,9 +30,26 @@ const Entry* HostEntry(const std::vector<Entry>& table, const char* collective,
 
 // Runs a host entry; kolo's own algorithms say which ran in an error, as the library's calls
 // speak for themselves.
+// On a communicator without collectives of its own (ucx), "auto" means the table's first of
+// kolo's host algorithms instead of the library's; a named library entry still fails there,
+// saying so.
+template <typename Entry>
+const Entry& ForComm(const Entry& picked, const std::vector<Entry>& table,
+                     const std::string& name, const Communicator& comm) {
+  if (!picked.library || comm.HasNativeCollectives() || !(name.empty() || name == "auto")) {
+    return picked;
+  }
+  for (const Entry& e : table) {
+    if (e.memory == MemoryKind::kHost && !e.library) return e;
+  }
+  return picked;
+}
+
 template <typename Entry, typename... Args>
-Status RunHost(const Entry& entry, const char* collective, Args&&... args) {
-  Status s = entry.run(std::forward<Args>(args)...);
+Status RunHost(const Entry& picked, const std::vector<Entry>& table, const std::string& name,
+               const char* collective, Communicator& comm, Args&&... args) {
+  const Entry& entry = ForComm(picked, table, name, comm);
+  Status s = entry.run(comm, std::forward<Args>(args)...);
   if (entry.library || s.ok()) return s;
   return s.AddContext(std::string(collective) + " (" + std::string(entry.name) + ")");
 }
@@ -62,23 +79,27 @@ StatusOr<CollectiveChoice> CollectiveChoice::Make(const CollectiveNames& names) 
 
 Status CollectiveChoice::Allgatherv(Communicator& comm, const void* send, size_t send_bytes,
                                     void* recv, const std::vector<size_t>& recv_bytes) const {
-  return RunHost(*allgather_, "all-gather", comm, send, send_bytes, recv, recv_bytes);
+  return RunHost(*allgather_, AllgatherEntries(), names_.allgather, "all-gather", comm, send,
+                 send_bytes, recv, recv_bytes);
 }
 
 Status CollectiveChoice::Broadcast(Communicator& comm, void* buffer, size_t bytes, int root) const {
-  return RunHost(*broadcast_, "broadcast", comm, buffer, bytes, root);
+  return RunHost(*broadcast_, BroadcastEntries(), names_.broadcast, "broadcast", comm, buffer,
+                 bytes, root);
 }
 
 Status CollectiveChoice::ReduceScatter(Communicator& comm, const void* send, void* recv,
                                        const std::vector<size_t>& counts, DataType dtype,
                                        ReduceOp op) {
-  return RunHost(*reducescatter_, "reduce-scatter", comm, send, recv, counts, dtype, op, &scratch_);
+  return RunHost(*reducescatter_, ReduceScatterEntries(), names_.reducescatter, "reduce-scatter",
+                 comm, send, recv, counts, dtype, op, &scratch_);
 }
 
 Status CollectiveChoice::Alltoallv(Communicator& comm, const void* send,
                                    const std::vector<size_t>& send_bytes, void* recv,
                                    const std::vector<size_t>& recv_bytes) const {
-  return RunHost(*alltoall_, "all-to-all", comm, send, send_bytes, recv, recv_bytes);
+  return RunHost(*alltoall_, AlltoallEntries(), names_.alltoall, "all-to-all", comm, send,
+                 send_bytes, recv, recv_bytes);
 }
 
 StatusOr<const AllgatherEntry*> CollectiveChoice::PickAllgather(const CollectiveInput& in) const {

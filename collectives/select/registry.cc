@@ -74,6 +74,7 @@ SelectionInput DescribeCommunicator(const Communicator& comm) {
   SelectionInput in;
   in.ranks = comm.Size();
   in.backend = comm.BackendName();
+  in.native_collectives = comm.HasNativeCollectives();
   in.max_local_size = in.min_local_size = in.ranks;
   if (const NodeContext* node = comm.node()) {
     in.nodes = node->map.nodes();

@@ -25,6 +25,13 @@ UcxCommunicator::UcxCommunicator(std::shared_ptr<UcxWorld> world, int id,
 }
 
 UcxCommunicator::~UcxCommunicator() {
+  // The world communicator meets the other ranks before the world can go: a rank that closed
+  // its endpoints and destroyed its worker while a peer still sent to it would fail the peer's
+  // last operations. Bounded like any wait here (the liveness check); skipped once the world is
+  // broken, since a dead rank would never arrive. Without the progress check: its owner (a
+  // Runtime's progress watch) may already be gone.
+  set_progress_check(nullptr);
+  if (id_ == 0 && !world_->broken()) (void)Barrier();
   // The id is free again for this rank; the world (and its teardown) goes with the last
   // communicator that shares it.
   world_->ReleaseId(id_);
@@ -44,11 +51,13 @@ Status UcxCommunicator::CheckLiveness() {
 
 StatusOr<std::unique_ptr<UcxCommunicator>> UcxCommunicator::CreateSub(
     const std::vector<int>& members) {
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (members[i] < 0 || members[i] >= Size() || (i > 0 && members[i] <= members[i - 1])) {
-      return InvalidArgumentError("UCX sub-communicator: members must be ascending ranks of " +
-                                  std::to_string(Size()));
-    }
+  std::vector<int> sorted = members;
+  std::sort(sorted.begin(), sorted.end());
+  if (!sorted.empty() &&
+      (sorted.front() < 0 || sorted.back() >= Size() ||
+       std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())) {
+    return InvalidArgumentError("UCX sub-communicator: members must be distinct ranks of " +
+                                std::to_string(Size()));
   }
   // Every rank of this communicator takes part, members or not, so all agree on one id: the
   // lowest id free on all of them.
@@ -59,8 +68,9 @@ StatusOr<std::unique_ptr<UcxCommunicator>> UcxCommunicator::CreateSub(
     if (free[w] != 0) id = static_cast<int>(w * 64) + __builtin_ctzll(free[w]);
   }
   if (id < 0) return ResourceExhaustedError("UCX sub-communicator: all 32768 ids in use");
-  if (!std::binary_search(members.begin(), members.end(), rank_))
+  if (!std::binary_search(sorted.begin(), sorted.end(), rank_)) {
     return std::unique_ptr<UcxCommunicator>();
+  }
   world_->TakeId(id);
   std::vector<int> world_ranks;
   world_ranks.reserve(members.size());

@@ -63,8 +63,9 @@ class UcxCommunicator : public Communicator {
   UcxCommunicator(const UcxCommunicator&) = delete;
   UcxCommunicator& operator=(const UcxCommunicator&) = delete;
 
-  // A communicator of the ranks `members` (ranks of this one, ascending) on the same worker,
-  // like MPI_Comm_create: collective over this communicator, every rank passing the same list.
+  // A communicator of the ranks `members` (distinct ranks of this one; its rank i is members[i])
+  // on the same worker, like MPI_Comm_create: collective over this communicator, every rank
+  // passing the same list.
   // The id is agreed with an AndBits of every rank's free ids, so it is unique on every member
   // whatever other sub-communicators each has. Non-members get nullptr.
   StatusOr<std::unique_ptr<UcxCommunicator>> CreateSub(const std::vector<int>& members);

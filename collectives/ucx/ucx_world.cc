@@ -3,9 +3,13 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
+
+#include "base/host_name.h"
 
 namespace kolo {
 
@@ -21,12 +25,6 @@ Status UcxError(ucs_status_t status, const std::string& call, int peer) {
 }
 
 namespace {
-
-std::string HostName() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
 
 // One rank's contribution to the exchange: [u32 host length][host][worker address].
 std::string PackAddress(const std::string& host, const void* address, size_t length) {
@@ -68,10 +66,19 @@ StatusOr<std::shared_ptr<UcxWorld>> UcxWorld::Create(int rank, int size, UcxAllg
   return world;
 }
 
-Status UcxWorld::Init() {
+Status UcxWorld::OpenWorker(bool one_host, std::string* address_out) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read("KOLO", nullptr, &config);
   if (st != UCS_OK) return UcxError(st, "ucp_config_read");
+  // The transports, unless the user chose them (ucx_world.h says why).
+  if (std::getenv("KOLO_UCX_TLS") == nullptr && std::getenv("UCX_TLS") == nullptr) {
+    const char* tls = one_host ? "posix,sysv,self" : "^cma";
+    st = ucp_config_modify(config, "TLS", tls);
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return UcxError(st, std::string("ucp_config_modify(TLS=") + tls + ")");
+    }
+  }
   ucp_params_t params;
   std::memset(&params, 0, sizeof(params));
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
@@ -91,7 +98,7 @@ Status UcxWorld::Init() {
   ucp_worker_params_t wparams;
   std::memset(&wparams, 0, sizeof(wparams));
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   st = ucp_worker_create(context_, &wparams, &worker_);
   if (st != UCS_OK) return UcxError(st, "ucp_worker_create");
 
@@ -99,16 +106,41 @@ Status UcxWorld::Init() {
   size_t address_length = 0;
   st = ucp_worker_get_address(worker_, &address, &address_length);
   if (st != UCS_OK) return UcxError(st, "ucp_worker_get_address");
-  const std::string mine = PackAddress(HostName(), address, address_length);
+  *address_out = PackAddress(HostName(), address, address_length);
   ucp_worker_release_address(worker_, address);
+  return Status::OK();
+}
 
+Status UcxWorld::Init() {
+  const UcxAllgather allgather = std::move(allgather_);
+  allgather_ = nullptr;  // what it holds (a bootstrap) is not kept alive for nothing
+  // First the hosts, which decide the transports; then the addresses. A rank that cannot open
+  // its worker still takes part (with an empty address), so every rank fails together.
+  const std::string my_host = HostName();
+  std::vector<std::string> hosts;
+  KOLO_RETURN_IF_ERROR(allgather(my_host, &hosts).AddContext("UCX host exchange"));
+  if (hosts.size() != static_cast<size_t>(size_)) {
+    return InternalError("UCX host exchange returned " + std::to_string(hosts.size()) +
+                         " names for " + std::to_string(size_) + " ranks");
+  }
+  const bool one_host =
+      std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == my_host; });
+  std::string mine;
+  const Status opened = OpenWorker(one_host, &mine);
   std::vector<std::string> all;
-  KOLO_RETURN_IF_ERROR(allgather_(mine, &all).AddContext("UCX worker address exchange"));
+  KOLO_RETURN_IF_ERROR(allgather(opened.ok() ? mine : std::string(), &all)
+                           .AddContext("UCX worker address exchange"));
+  if (!opened.ok()) return opened;
   if (all.size() != static_cast<size_t>(size_)) {
     return InternalError("UCX worker address exchange returned " + std::to_string(all.size()) +
                          " addresses for " + std::to_string(size_) + " ranks");
   }
-  const std::string my_host = HostName();
+  for (int r = 0; r < size_; ++r) {
+    if (all[r].empty()) {
+      return UnavailableError("UCX: rank " + std::to_string(r) + " (" + hosts[r] +
+                              ") could not open its UCX worker (its own error says why)");
+    }
+  }
   for (int r = 0; r < size_; ++r) {
     Peer& peer = peers_[r];
     std::string remote;
@@ -130,13 +162,12 @@ Status UcxWorld::Init() {
       ep_params.err_handler.cb = &UcxWorld::OnEndpointError;
       ep_params.err_handler.arg = &peer;
     }
-    st = ucp_ep_create(worker_, &ep_params, &peer.ep);
+    const ucs_status_t st = ucp_ep_create(worker_, &ep_params, &peer.ep);
     if (st != UCS_OK) {
       peer.ep = nullptr;
       return UcxError(st, "ucp_ep_create (" + peer.host + ")", r);
     }
   }
-  connected_ = true;
   return Status::OK();
 }
 
@@ -181,12 +212,6 @@ void UcxWorld::CloseEndpoints() {
 UcxWorld::~UcxWorld() {
   if (worker_ != nullptr) {
     CloseEndpoints();
-    // Every rank keeps progressing its worker until all have closed: a rank that destroyed
-    // its worker early would fail its peers' flushes.
-    if (connected_ && !broken_ && allgather_) {
-      std::vector<std::string> ignored;
-      (void)allgather_(std::string(), &ignored);
-    }
     ucp_worker_destroy(worker_);
   }
   if (context_ != nullptr) ucp_cleanup(context_);

@@ -4,12 +4,12 @@
 //
 // Why one worker: a worker is UCX's unit of progress (its queues, its wire-up, its rendezvous
 // protocols all move only inside ucp_worker_progress on the thread that owns it). kolo drives
-// every communicator from its one background thread, so one worker in UCS_THREAD_MODE_SINGLE
-// is both enough and the cheapest: no locks inside UCX, and progressing it for one
+// every communicator from its one background thread, so one worker in
+// UCS_THREAD_MODE_SERIALIZED is enough: no locks inside UCX, and progressing it for one
 // communicator's wait also moves the others' traffic (a rendezvous sender waits for its
-// receiver's acknowledgement, which the receiver only sends while progressing). Single mode
-// means no call may overlap another: create the world, use its communicators and destroy them
-// on the one thread that drives them.
+// receiver's acknowledgement, which the receiver only sends while progressing). Serialized, not
+// single: the application's thread creates the world (kolo_init) and destroys it
+// (kolo_shutdown), the background thread uses it in between; no call may overlap another.
 //
 // Address exchange is out of band: the world is built from a function that all-gathers one
 // byte string per rank (MPI today, a TCP rendezvous later), so nothing here depends on a
@@ -24,7 +24,16 @@
 //    does not complete the receives posted to that peer, and cancel them.
 //
 // Configuration is read with the prefix "KOLO" (ucp_config_read), so KOLO_UCX_TLS etc. override
-// UCX_TLS for kolo without touching other UCX users of the process.
+// UCX_TLS for kolo without touching other UCX users of the process. When neither is set, kolo
+// chooses: on one host "posix,sysv,self" (shared memory only), across hosts "^cma" (everything
+// but CMA). Why without CMA (cross-memory attach, process_vm_readv, UCX's zero-copy path between
+// processes of one host): in UCX 1.13 a CMA copy from a peer that has died aborts the whole
+// process (a fatal "process_vm_readv ... No such process" in cma_ep.c, whatever the endpoint's
+// error mode), where kolo must report the dead rank instead; measured, 5 of 15 3-rank runs with
+// one rank SIGKILLed aborted a survivor with CMA, 0 of 30 without. Why no TCP on one host: with
+// CMA gone, UCX sends same-host rendezvous messages over TCP on loopback when TCP is enabled
+// (ring all-reduce, 2 ranks: 32 KiB 6x, 2 MiB 2x slower than through the shared-memory FIFO).
+// Across hosts TCP is needed, and same-host pairs there pay that price (set KOLO_UCX_TLS).
 //
 // Device memory: Debian's UCX 1.13 has no CUDA support. MemoryTypes() tells what the context
 // can move; kolo's host algorithms pass host buffers only, and every call declares
@@ -45,8 +54,7 @@
 namespace kolo {
 
 // All-gathers one byte string per rank: *all receives every rank's string in rank order.
-// Called collectively by every rank of the world (at creation and at destruction, as a final
-// barrier), so it must stay callable until the world is destroyed.
+// Called kExchanges times, collectively by every rank of the world, at its creation.
 using UcxAllgather = std::function<Status(const std::string& mine, std::vector<std::string>* all)>;
 
 // "ucp_tag_send_nbx to rank 2 failed: Connection reset by remote peer".
@@ -57,8 +65,12 @@ class UcxWorld {
   // Collective over the `size` ranks: creates the context and worker, exchanges the addresses
   // through `allgather` and connects to every rank (itself included).
   static StatusOr<std::shared_ptr<UcxWorld>> Create(int rank, int size, UcxAllgather allgather);
-  // Closes the endpoints (flushing them unless the world is broken), then meets the other ranks
-  // through the all-gather so no rank tears down its worker while a peer still flushes to it.
+  // How many all-gathers Create makes (the hosts, then the worker addresses): what a rank that
+  // is not part of the world but shares the channel must match.
+  static constexpr int kExchanges = 2;
+  // Closes the endpoints (flushing them unless the world is broken). The world communicator
+  // meets the other ranks first (UcxCommunicator's destructor), so no rank tears down its worker
+  // while a peer still sends to it.
   ~UcxWorld();
   UcxWorld(const UcxWorld&) = delete;
   UcxWorld& operator=(const UcxWorld&) = delete;
@@ -84,6 +96,7 @@ class UcxWorld {
   // After an error the world is not used for traffic again: the destructor then closes the
   // endpoints by force and skips the final barrier (a dead rank would never join it).
   void MarkBroken() { broken_ = true; }
+  bool broken() const { return broken_; }
 
   // Communicator ids (15 bits of the UCP tag): the lowest id free in every rank of a group is
   // agreed on with an AndBits over FreeIds() (ucx_communicator.cc), then taken.
@@ -104,6 +117,9 @@ class UcxWorld {
 
   UcxWorld(int rank, int size, UcxAllgather allgather);
   Status Init();
+  // The context (with the transports for `one_host` or not) and the worker; *address gets this
+  // rank's host name and worker address, packed.
+  Status OpenWorker(bool one_host, std::string* address);
   void CloseEndpoints();
 
   const int rank_;
@@ -115,7 +131,6 @@ class UcxWorld {
   std::vector<Peer> peers_;
   std::vector<uint64_t> used_ids_;  // bitmap over kMaxCommIds
   bool broken_ = false;
-  bool connected_ = false;
 };
 
 }  // namespace kolo

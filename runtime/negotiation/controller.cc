@@ -220,9 +220,20 @@ Status Controller::AgreeOnHits(bool shutdown, const std::vector<int>& stale,
   const bool stall_check_due = control_.Rank() == kCoordinator && coordinator_.pending() > 0 &&
                                stall_.Due(now);
   // Every rank blocked with nothing to run for a while: the waits and the waiting hits go to the
-  // coordinator, which checks for a deadlock (the count is the same on every rank).
+  // coordinator, which checks for a deadlock. The count is the same on every rank, but blocked_
+  // is this rank's own (a caller between two slices of its wait is not blocked), so another
+  // rank may still hold a hit this one sends away. Its slot is invalidated, as for a hit held
+  // too long: every rank then sends its hit of it the slow way in this same cycle. Leaving the
+  // ready bit set instead would make the slot ready on a rank that kept its hit, which would
+  // run the collective alone while the others wait at the coordinator.
   const bool check_deadlock = blocked_ && blocked_cycles_ >= kBlockedCyclesBeforeCheck;
-  if (check_deadlock) ForEachWaiting([&](int slot) { uncached->push_back(Release(slot)); });
+  if (check_deadlock) {
+    ForEachWaiting([&](int slot) {
+      clear(ready_bits, slot);
+      clear(valid_bits, slot);
+      uncached->push_back(Release(slot));
+    });
+  }
   const bool need_slow = !uncached->empty() || shutdown || joined_ || stall_check_due ||
                          announce_.has_value() || check_deadlock;
   // Rank 0 records a timeline exactly when it has an observer for this cycle (controller.h).

@@ -11,8 +11,8 @@
 //               bit 4 "no rank holds a hit"
 //       ready   bit i: cache slot i is a hit waiting here — AND = ready on every rank
 //       valid   bit i cleared: a rank saw slot i's name with other parameters (or held the hit
-//               too long for the stall inspector): every rank erases the slot and sends its hit
-//               of that name the slow way.
+//               too long for the stall inspector, or sent it to the deadlock check): every rank
+//               erases the slot and sends its hit of that name the slow way.
 //     Slots ready everywhere become Responses in slot order, the same on every rank.
 //     Ready marks of hits (only while rank 0 records a timeline, runtime/timeline.h): when bits
 //     3 and 4 are clear after the AND and nobody has joined, every rank sends its waiting-hit
@@ -84,7 +84,8 @@ struct NegotiationStats {
   uint64_t slow_cycles = 0;     // cycles that gathered Requests at the coordinator
   uint64_t cache_hits = 0;      // Requests served from the cache
   uint64_t cache_misses = 0;    // cacheable Requests that were not cached
-  uint64_t invalidations = 0;   // slots erased because parameters changed (or a hit stalled)
+  uint64_t invalidations = 0;   // slots erased: parameters changed, a hit stalled or went to
+                                // the deadlock check
   uint64_t negotiate_ns = 0;    // time spent in Negotiate
   uint64_t exchange_ns = 0;     // of which in the control plane's collectives (incl. waiting
                                 // for the slowest rank)

@@ -30,6 +30,10 @@ struct Transports {
   NodeMap nodes;                          // which node each rank is on
 };
 
+// Rank `rank`'s layout under `nodes`, as MPI computes it: local = the ranks of its node, cross =
+// the ranks with its local rank (rank_layout.cc).
+RankLayout LayoutFromNodes(int rank, const NodeMap& nodes);
+
 class Bootstrap {
  public:
   virtual ~Bootstrap() = default;

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "collectives/agree.h"
 #include "collectives/mpi/mpi_call.h"
 #include "collectives/mpi/mpi_communicator.h"
 #include "collectives/mpi/mpi_node.h"
@@ -27,6 +28,13 @@ class MpiBootstrap : public Bootstrap {
     FreeBase();
     if (!world.ok()) return world.status();
     admin_ = std::move(world->admin);
+    // Before anything a transport does differently (ucx_bootstrap.h), so a job whose ranks
+    // name different ones fails together instead of waiting in two kinds of calls.
+    const GatherAll gather_all = [this](const std::string& mine, std::vector<std::string>* all) {
+      return AllgatherBytes(mine, all);
+    };
+    Status same = AgreeOnString(gather_all, "KOLO_TRANSPORT", config.transport);
+    if (!same.ok()) return same.AddContext("kolo_init");
     // Fails every rank together (a grouping that differs or does not parse), so no rank waits.
     auto node = MakeMpiNodeContext(world->data->comm(), config.node_grouping, chunk,
                                    world->data->liveness_check());
@@ -44,6 +52,11 @@ class MpiBootstrap : public Bootstrap {
 
   Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all) override {
     if (!admin_) return FailedPreconditionError("mpi bootstrap: all-gather before Connect");
+    // A UCX world torn down after the application finalised MPI (ucx_bootstrap.h) skips its
+    // final all-gather rather than calling MPI after MPI_Finalize.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return FailedPreconditionError("mpi bootstrap: MPI is finalized");
     return GatherStrings(admin_->comm(), mine, all);
   }
 

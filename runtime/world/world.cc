@@ -17,7 +17,9 @@
 #include "collectives/topology_exchange.h"
 #include "runtime/config.h"
 #include "runtime/world/agreements.h"
-#include "runtime/world/mpi_bootstrap.h"
+#include "runtime/world/env_bootstrap.h"
+#include "runtime/world/mpi_plugin.h"
+#include "runtime/world/ucx_bootstrap.h"
 
 namespace kolo {
 namespace {
@@ -152,13 +154,45 @@ double StartTimeout(const StatusOr<Config>& parsed, double given = -1) {
   return parsed.ok() ? parsed->start_timeout_seconds : Config{}.start_timeout_seconds;
 }
 
+// The Bootstrap of KOLO_TRANSPORT over the MPI one (which has checked that every rank names
+// the same transport before either diverges).
+StatusOr<std::unique_ptr<Bootstrap>> WithTransport(StatusOr<std::unique_ptr<Bootstrap>> mpi,
+                                                   const StatusOr<Config>& parsed) {
+  if (!mpi.ok() || !parsed.ok() || parsed->transport != "ucx") return mpi;
+  if (!UcxTransportBuilt()) {
+    return FailedPreconditionError(
+        "kolo_init: KOLO_TRANSPORT=ucx, but this kolo was built without UCX (KOLO_WITH_UCX=OFF "
+        "or libucx-dev missing when it was configured)");
+  }
+  return UcxBootstrapOver(std::move(*mpi));
+}
+
+// kolo_init_ranks and kolo_init_comm name MPI ranks: meaningless in a job started without MPI,
+// where MPI would start as a world of one and wait for nobody.
+Status RefuseWithoutMpi(const char* call) {
+  if (!EnvStartRequested()) return Status::OK();
+  return FailedPreconditionError(
+      std::string(call) +
+      ": this process was started without MPI (RANK, WORLD_SIZE, "
+      "MASTER_ADDR and MASTER_PORT set, no MPI launcher), so there are no MPI ranks to choose "
+      "from; start with kolo_init and use process sets for a subset of the ranks");
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<World>> StartWorld(void (*on_mpi_finalize)(),
                                             double start_timeout_seconds) {
   const auto parsed = ConfigFromEnvironment();
-  KOLO_ASSIGN_OR_RETURN(auto bootstrap,
-                        MpiBootstrapOnWorld(StartTimeout(parsed, start_timeout_seconds)));
+  // Started by torchrun-style variables, not by an MPI launcher: no MPI at all.
+  if (EnvStartRequested()) {
+    KOLO_ASSIGN_OR_RETURN(auto bootstrap,
+                          EnvBootstrap(StartTimeout(parsed, start_timeout_seconds)));
+    return World::Start(std::move(bootstrap), parsed, on_mpi_finalize);
+  }
+  KOLO_ASSIGN_OR_RETURN(const MpiPlugin* mpi, LoadMpiPlugin());
+  KOLO_ASSIGN_OR_RETURN(
+      auto bootstrap,
+      WithTransport(mpi->on_world(StartTimeout(parsed, start_timeout_seconds)), parsed));
   return World::Start(std::move(bootstrap), parsed, on_mpi_finalize);
 }
 
@@ -166,14 +200,28 @@ StatusOr<std::shared_ptr<World>> StartWorldOnRanks(const std::vector<int>& ranks
                                                    void (*on_mpi_finalize)(),
                                                    double start_timeout_seconds) {
   const auto parsed = ConfigFromEnvironment();
-  KOLO_ASSIGN_OR_RETURN(auto bootstrap,
-                        MpiBootstrapOnRanks(ranks, StartTimeout(parsed, start_timeout_seconds)));
+  KOLO_RETURN_IF_ERROR(RefuseWithoutMpi("kolo_init_ranks"));
+  KOLO_ASSIGN_OR_RETURN(const MpiPlugin* mpi, LoadMpiPlugin());
+  KOLO_ASSIGN_OR_RETURN(
+      auto bootstrap,
+      WithTransport(mpi->on_ranks(ranks, StartTimeout(parsed, start_timeout_seconds)), parsed));
   return World::Start(std::move(bootstrap), parsed, on_mpi_finalize);
+}
+
+StatusOr<std::shared_ptr<World>> StartWorldOnFortranComm(int fortran_comm,
+                                                         void (*on_mpi_finalize)()) {
+  KOLO_RETURN_IF_ERROR(RefuseWithoutMpi("kolo_init_comm"));
+  KOLO_ASSIGN_OR_RETURN(const MpiPlugin* mpi, LoadMpiPlugin());
+  KOLO_ASSIGN_OR_RETURN(MPI_Comm comm, mpi->comm_from_fortran(fortran_comm));
+  return StartWorldOnComm(comm, on_mpi_finalize);
 }
 
 StatusOr<std::shared_ptr<World>> StartWorldOnComm(MPI_Comm comm, void (*on_mpi_finalize)()) {
   const auto parsed = ConfigFromEnvironment();
-  KOLO_ASSIGN_OR_RETURN(auto bootstrap, MpiBootstrapOnComm(comm, StartTimeout(parsed)));
+  KOLO_RETURN_IF_ERROR(RefuseWithoutMpi("kolo_init_comm"));
+  KOLO_ASSIGN_OR_RETURN(const MpiPlugin* mpi, LoadMpiPlugin());
+  KOLO_ASSIGN_OR_RETURN(auto bootstrap,
+                        WithTransport(mpi->on_comm(comm, StartTimeout(parsed)), parsed));
   return World::Start(std::move(bootstrap), parsed, on_mpi_finalize);
 }
 

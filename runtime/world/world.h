@@ -61,6 +61,10 @@ StatusOr<std::shared_ptr<World>> StartWorldOnRanks(const std::vector<int>& ranks
                                                    void (*on_mpi_finalize)(),
                                                    double start_timeout_seconds = -1);
 StatusOr<std::shared_ptr<World>> StartWorldOnComm(MPI_Comm comm, void (*on_mpi_finalize)());
+// The same on the communicator of a Fortran handle (kolo_init_comm_fortran), converted by the
+// MPI plugin (mpi_plugin.h), which a start without MPI refuses before opening.
+StatusOr<std::shared_ptr<World>> StartWorldOnFortranComm(int fortran_comm,
+                                                         void (*on_mpi_finalize)());
 
 }  // namespace kolo
 

@@ -215,7 +215,8 @@ def check_cli(args):
     for extra in (["-n", "0"], ["-n", "-3"], ["-w", "-1"], ["-b", "1M", "-e", "1K"],
                   ["-f", "1", "-b", "8", "-e", "64"], ["--no-such-flag"], ["-g", "2"],
                   ["-t", "4"], ["-m", "2"], ["-a", "7"], ["--collective", "gather"],
-                  ["--calibrate", "--json", "x.jsonl"], ["-b", "0", "-e", "64"]):
+                  ["--calibrate", "--json", "x.jsonl"], ["-b", "0", "-e", "64"],
+                  ["--transport", "tcp"], ["--transport", "ucx"]):
         p = run(extra)
         lines = p.stderr.splitlines()
         expect(p.returncode == 2 and len(lines) == 1 and lines[0].startswith("kolo-bench: ")

@@ -1,4 +1,6 @@
-/* Tier-3 fault scenarios, one per mode, driven by run_fault.py under mpirun. The last
+/* Tier-3 fault scenarios, one per mode, driven by run_fault.py under mpirun or under
+ * kolo.local_launch (started as torchrun starts processes: RANK, WORLD_SIZE,
+ * MASTER_ADDR, MASTER_PORT and no MPI; MPI is then never initialised here). The last
  * rank misbehaves; every other rank reports what kolo told it as
  *   FAULT-RESULT rank <r>: <STATUS>: <message>
  * and exits 0 when that is the expected failure, 1 when an operation succeeded that should not
@@ -16,6 +18,9 @@
  *                   (a survivor that exited would make mpirun kill the others, perhaps before
  *                   they printed theirs)
  *   missing-after-mpi  the same, with MPI started by the program on every rank first
+ *   wrong-port      (started without MPI) the same, but the last rank does call kolo_init, with
+ *                   MASTER_PORT set to KOLO_FAULT_WRONG_PORT, where nothing listens: it fails
+ *                   naming that address, the others naming it as the rank that never came
  *   freeze          the last rank stops itself (SIGSTOP) 2 ms into a 16 MiB allreduce and prints
  *                   FROZEN <pid> first; the others' allreduce warns after
  *                   KOLO_STALL_CHECK_TIME_SECONDS and fails after KOLO_STALL_SHUTDOWN_TIME_SECONDS
@@ -71,29 +76,45 @@ int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr,
             "usage: kolo_fault stall|early-shutdown|kill|exit|forever|freeze|missing-at-start|"
-            "missing-after-mpi\n");
+            "missing-after-mpi|wrong-port\n");
     return 2;
   }
   const char* mode = argv[1];
   int provided = 0;
-  const int missing = strncmp(mode, "missing-", 8) == 0;
-  if (!missing || strcmp(mode, "missing-after-mpi") == 0) {
+  /* Started as torchrun starts processes, not by an MPI launcher: kolo starts without MPI, and
+   * so does this program. */
+  const int env_start = getenv("RANK") && getenv("MASTER_ADDR") && !getenv("OMPI_COMM_WORLD_SIZE");
+  const int wrong_port = strcmp(mode, "wrong-port") == 0;
+  const int missing = strncmp(mode, "missing-", 8) == 0 || wrong_port;
+  if (!env_start && (!missing || strcmp(mode, "missing-after-mpi") == 0)) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   }
   if (missing) {
     /* The launcher's rank: MPI may not have started, and kolo_rank() needs kolo_init. */
-    const char* env_rank = getenv("OMPI_COMM_WORLD_RANK");
-    const char* env_size = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!env_rank || !env_size) {
-      fprintf(stderr, "kolo_fault %s needs Open MPI's mpirun\n", mode);
+    const char* env_rank = getenv(env_start ? "RANK" : "OMPI_COMM_WORLD_RANK");
+    const char* env_size = getenv(env_start ? "WORLD_SIZE" : "OMPI_COMM_WORLD_SIZE");
+    if (!env_rank || !env_size || (wrong_port && !env_start)) {
+      fprintf(stderr, "kolo_fault %s needs %s\n", mode,
+              wrong_port ? "a start without MPI (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)"
+                         : "Open MPI's mpirun or a start without MPI");
       return 2;
     }
     const int rank = atoi(env_rank), size = atoi(env_size);
     if (rank == size - 1) {
-      printf("SKIPPING kolo_init on rank %d\n", rank);
+      if (!wrong_port) {
+        printf("SKIPPING kolo_init on rank %d\n", rank);
+        fflush(stdout);
+        sleep(60); /* killed by the driver */
+        return 0;
+      }
+      const char* port = getenv("KOLO_FAULT_WRONG_PORT");
+      if (!port) {
+        fprintf(stderr, "kolo_fault wrong-port needs KOLO_FAULT_WRONG_PORT\n");
+        return 2;
+      }
+      setenv("MASTER_PORT", port, 1);
+      printf("WRONG-PORT rank %d: MASTER_PORT=%s\n", rank, port);
       fflush(stdout);
-      sleep(60); /* killed by the driver */
-      return 0;
     }
     const struct timespec t0 = now();
     const kolo_status_t s = kolo_init();
@@ -123,7 +144,7 @@ int main(int argc, char** argv) {
     }
     /* MPI's barrier, not kolo's: a kolo barrier that the last rank reached seconds before the
      * others would itself be a stalled operation. */
-    MPI_Barrier(MPI_COMM_WORLD);
+    if (!env_start) MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "early-shutdown") == 0) {
     allreduce("first", buf, small);
     if (g_rank == last) {
@@ -196,6 +217,6 @@ int main(int argc, char** argv) {
   }
   free(buf);
   kolo_shutdown();
-  MPI_Finalize();
+  if (!env_start) MPI_Finalize();
   return rc;
 }

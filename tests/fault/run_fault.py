@@ -3,6 +3,10 @@
 the expected error, with its text, within its time bound, and that nothing hangs or is left
 behind. Usage: run_fault.py MODE NP KOLO_FAULT MPIEXEC [MPIEXEC_PREFLAGS...]
 
+With kolo.local_launch as MPIEXEC the job starts as torchrun starts it, without MPI (kolo meets
+over its TCP rendezvous and runs over UCX); that launcher prefixes each line with "[rank R] ",
+which is taken off before the output is checked.
+
 Every run has a hard timeout; on expiry the whole process group is killed and the test fails.
 """
 import os
@@ -10,6 +14,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +28,11 @@ def fail(message, output=""):
     sys.exit(1)
 
 
+def unprefix(text):
+    """The output without kolo.local_launch's "[rank R] " line prefixes."""
+    return re.sub(r"^\[rank \d+\] ", "", text, flags=re.M)
+
+
 def run(cmd, env, timeout):
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -33,7 +43,7 @@ def run(cmd, env, timeout):
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         fail(f"{' '.join(cmd)} still running after {timeout} s (a hang)", out)
-    return proc.returncode, out, time.monotonic() - start
+    return proc.returncode, unprefix(out), time.monotonic() - start
 
 
 def running(pid):
@@ -64,9 +74,9 @@ def read_until(proc, finished, seconds=60):
             break
         pending += chunk
         *complete, pending = pending.split(b"\n")
-        lines += [l.decode(errors="replace") + "\n" for l in complete]
+        lines += [unprefix(l.decode(errors="replace")) + "\n" for l in complete]
     if pending:
-        lines.append(pending.decode(errors="replace"))
+        lines.append(unprefix(pending.decode(errors="replace")))
     return lines, time.monotonic() - start
 
 
@@ -83,12 +93,33 @@ def main():
     preflags = sys.argv[5:]
     last = np_ - 1
     env = dict(os.environ)
+    env_start = mpiexec == "kolo.local_launch"
+    if env_start:
+        # Ranks that fail get --grace seconds before the launcher ends the others: time enough
+        # for every survivor to report (the bounds below are checked on their own clocks).
+        launch = [sys.executable, "-m", mpiexec, "-np", str(np_), "--timeout", "120",
+                  "--grace", "10", "--"]
+    else:
+        launch = [mpiexec, "-np", str(np_)] + preflags
     if binary.endswith(".py"):
         # kolo_fault.py's scenarios (through hvd.init): run by this interpreter, the one kolo's
         # Python module was built for.
-        cmd = [mpiexec, "-np", str(np_)] + preflags + [sys.executable, binary, mode]
+        rank_cmd = [sys.executable, binary, mode]
     else:
-        cmd = [mpiexec, "-np", str(np_)] + preflags + [binary, mode]
+        rank_cmd = [binary, mode]
+    cmd = launch + rank_cmd
+
+    def end_job(proc):
+        """Ends the job and returns the rest of its output: mpirun's ranks die with its process
+        group; kolo.local_launch ends its ranks (each in a session of its own) on SIGTERM."""
+        if env_start:
+            proc.terminate()
+            try:
+                return proc.communicate(timeout=30)[0]
+            except subprocess.TimeoutExpired:
+                pass
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.communicate()[0]
 
     if mode == "stall":
         env.update(KOLO_STALL_CHECK_TIME_SECONDS="1", KOLO_STALL_SHUTDOWN_TIME_SECONDS="2")
@@ -127,9 +158,9 @@ def main():
         # down after the loss, mpirun may drop what it has not forwarded yet (a survivor's
         # result, or its SIGTERM notice, seen on a loaded machine).
         with tempfile.TemporaryDirectory() as folder:
-            at = cmd.index(mpiexec) + 3 + len(preflags)  # the rank's own command
-            wrapped = cmd[:at] + [
-                "sh", "-c", 'exec "$@" >"$0/rank$OMPI_COMM_WORLD_RANK" 2>&1', folder] + cmd[at:]
+            wrapped = launch + [
+                "sh", "-c", 'exec "$@" >"$0/rank${OMPI_COMM_WORLD_RANK:-$RANK}" 2>&1',
+                folder] + rank_cmd
             rc, out, took = run(wrapped, env, timeout=90)
             for name in sorted(os.listdir(folder)):
                 with open(os.path.join(folder, name), errors="replace") as f:
@@ -163,8 +194,12 @@ def main():
         done = sum(l.startswith("FAULT-DONE") for l in lines)
         frozen = next((int(m.group(1)) for m in map(lambda l: re.match(r"FROZEN (\d+)", l), lines)
                        if m), None)
-        os.killpg(proc.pid, signal.SIGKILL)  # the survivors wait to be killed
-        rest, _ = proc.communicate()
+        if frozen is not None:
+            try:
+                os.kill(frozen, signal.SIGKILL)  # SIGTERM stays pending in a stopped process
+            except ProcessLookupError:
+                pass
+        rest = unprefix(end_job(proc))  # the survivors wait to be killed
         out = "".join(lines) + rest
         if frozen is None:
             fail("the last rank never froze", out)
@@ -189,59 +224,78 @@ def main():
                 fail(f"rank {r}: its next operation did not fail at once as expected", out)
         if took > 30:
             fail(f"survivors took {took:.1f} s to end (bound 30 s)", out)
-    elif mode in ("missing-at-start", "missing-after-mpi"):
+    elif mode in ("missing-at-start", "missing-after-mpi", "wrong-port"):
         # The last rank never calls kolo_init (or hvd.init): every other rank's fails after the
         # start timeout naming it. Every rank then waits; the job is killed here once every
         # survivor has reported (a survivor that exited would make mpirun kill the others,
         # perhaps before they printed).
         # Through Python the ranks that call hvd.init meet first at a file barrier, after
         # importing torch (see kolo_fault.py), so the same timeout serves both.
+        # wrong-port (started without MPI): the last rank does call kolo_init, with a
+        # MASTER_PORT where nothing listens, and fails naming that address; the others fail as
+        # if it never came.
         limit = 2
+        wrong = mode == "wrong-port"
         env.update(KOLO_START_TIMEOUT=str(limit),
                    KOLO_FAULT_SYNC_DIR=tempfile.mkdtemp(prefix="kolo-fault-"))
+        if wrong:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.bind(("127.0.0.1", 0))
+                env["KOLO_FAULT_WRONG_PORT"] = str(probe.getsockname()[1])
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         def reported_ranks(lines):
             return {int(m.group(1)) for m in map(lambda l: re.match(r"FAULT-TOOK rank (\d+):", l),
                                                   lines) if m}
 
-        # The window covers mpirun's start and, through Python, importing torch: tens of
+        # The window covers the launcher's start and, through Python, importing torch: tens of
         # seconds on a loaded machine. The bound that matters is FAULT-TOOK, checked below.
-        lines, took = read_until(proc, lambda lines: len(reported_ranks(lines)) >= last,
+        reporting = np_ if wrong else last
+        lines, took = read_until(proc, lambda lines: len(reported_ranks(lines)) >= reporting,
                                  seconds=100)
         reported = reported_ranks(lines)
-        # SIGTERM to mpirun, which ends every rank (they are not in its process group).
+        # SIGTERM to the launcher, which ends every rank (they are not in its process group).
         proc.terminate()
         try:
             rest, _ = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             rest, _ = proc.communicate()
-            fail("mpirun still running 30 s after SIGTERM", "".join(lines) + rest)
+            fail("the launcher still running 30 s after SIGTERM", "".join(lines) + rest)
         finally:
             shutil.rmtree(env["KOLO_FAULT_SYNC_DIR"], ignore_errors=True)
-        out = "".join(lines) + rest
-        if len(reported) < last:
-            fail(f"only ranks {sorted(reported)} of 0-{last - 1} reported within 100 s", out)
-        if f"SKIPPING kolo_init on rank {last}" not in out:
+        out = "".join(lines) + unprefix(rest)
+        if len(reported) < reporting:
+            fail(f"only ranks {sorted(reported)} of 0-{reporting - 1} reported within 100 s", out)
+        if not wrong and f"SKIPPING kolo_init on rank {last}" not in out:
             fail("the last rank did not skip kolo_init", out)
         got = results(out)
         status_wanted = "HorovodInternalError" if binary.endswith(".py") else "DEADLINE_EXCEEDED"
-        arrived = "0" if last == 1 else "0,1" if last == 2 else f"0-{last - 1}"
-        want = (f"kolo_init: rank {last} has not called kolo_init within {limit} s "
-                f"(KOLO_START_TIMEOUT={limit}); rank{'s' if last > 1 else ''} {arrived} "
-                f"ha{'ve' if last > 1 else 's'} (of {np_} started by the launcher)")
-        for r in range(last):
+        if env_start:
+            # The rendezvous's rank 0 names who never came; the others relay its verdict.
+            want = (f"rank(s) [{last}] did not arrive within {limit} s (KOLO_START_TIMEOUT)")
+        else:
+            arrived = "0" if last == 1 else "0,1" if last == 2 else f"0-{last - 1}"
+            want = (f"kolo_init: rank {last} has not called kolo_init within {limit} s "
+                    f"(KOLO_START_TIMEOUT={limit}); rank{'s' if last > 1 else ''} {arrived} "
+                    f"ha{'ve' if last > 1 else 's'} (of {np_} started by the launcher)")
+        wants = {r: want for r in range(last)}
+        if wrong:
+            wants[last] = (f"rank {last} found no rank 0 at 127.0.0.1:"
+                           f"{env['KOLO_FAULT_WRONG_PORT']} within {limit} s")
+        for r, text in wants.items():
             status, message = got.get(r, ("(none)", ""))
-            if status != status_wanted or want not in message:
-                fail(f"rank {r}: expected {status_wanted} '{want}', got {status}: {message}",
+            if status != status_wanted or text not in message:
+                fail(f"rank {r}: expected {status_wanted} '{text}', got {status}: {message}",
                      out)
             m = re.search(rf"^FAULT-TOOK rank {r}: ([0-9.]+)$", out, re.M)
             if not m or not limit - 3 <= float(m.group(1)) <= limit + 8:
                 fail(f"rank {r}: kolo_init should fail about {limit} s in, took "
                      f"{m.group(1) if m else '?'} s", out)
     elif mode == "forever":
-        # Ctrl-C on mpirun: every rank ends, none is left behind.
+        # Ctrl-C on the launcher: every rank ends, none is left behind. kolo.local_launch, as
+        # torchrun, sends each rank SIGTERM and SIGKILL only after its grace (10 s): a rank
+        # that SIGTERM does not end makes it take that long.
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         pids = []
@@ -250,7 +304,7 @@ def main():
             line = proc.stdout.readline()
             if not line:
                 break
-            m = re.match(r"READY (\d+)", line)
+            m = re.match(r"READY (\d+)", unprefix(line))
             if m:
                 pids.append(int(m.group(1)))
         if len(pids) < np_:
@@ -258,11 +312,15 @@ def main():
             fail(f"only {len(pids)} of {np_} ranks started")
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
         try:
             proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-            fail("mpirun still running 30 s after SIGINT")
+            fail("the launcher still running 30 s after SIGINT")
+        ended = time.monotonic() - interrupted
+        if env_start and ended > 8:
+            fail(f"the ranks took {ended:.1f} s to end after SIGINT: SIGTERM did not end them")
         time.sleep(0.5)
         alive = [p for p in pids if running(p)]
         if alive:

@@ -4,8 +4,9 @@
 #   1. CMake: tests/install/CMakeLists.txt, find_package(kolo) -> kolo::kolo;
 #   2. pkg-config: mpicc examples/allreduce_example.c $(pkg-config --cflags --libs kolo).
 # Then runs the installed kolo-bench and kolo-topo from the prefix.
-# Proves that the headers (kolo.h + generated config.h), libkolo.so with its SONAME, the CMake
-# package, kolo.pc and the tools are installed, relocatable and self-sufficient.
+# Proves that the headers (kolo.h + generated config.h), libkolo.so with its SONAME and its MPI
+# plugin, the CMake package, kolo.pc and the tools are installed, relocatable and
+# self-sufficient.
 #
 # Usage: tests/install/run_install_test.sh [BUILD_DIR]   (default: $KOLO_BUILD_DIR or build/)
 # ctest: add_test(NAME install COMMAND .../run_install_test.sh ${CMAKE_BINARY_DIR})
@@ -44,7 +45,16 @@ leaked="$(nm -D --defined-only "${libdir}/libkolo.so" | awk '{print $3}' \
   | grep -v -e '^kolo_' -e '^KOLO_0$' | head -n 5 || true)"
 [[ -z "${leaked}" ]] || fail "libkolo.so exports non-kolo_ symbols: ${leaked//$'\n'/ }"
 exported="$(nm -D --defined-only "${libdir}/libkolo.so" | grep -c ' kolo_')"
-kolo_log "installed: ${soname}, ${exported} kolo_* symbols"
+# MPI is in the plugin beside it, which exports only its entry (runtime/world/mpi_plugin.h);
+# libkolo.so itself needs no MPI library, so a start without MPI loads none.
+mpi_needed="$(objdump -p "${libdir}/libkolo.so" | awk '/NEEDED/ {print $2}' \
+  | grep -E '^lib(mpi|open-pal|open-rte|pmix)' || true)"
+[[ -z "${mpi_needed}" ]] || fail "libkolo.so needs ${mpi_needed//$'\n'/ }"
+[[ -f "${libdir}/libkolo_mpi.so" ]] || fail "${libdir}/libkolo_mpi.so (the MPI plugin) missing"
+plugin_exports="$(nm -D --defined-only "${libdir}/libkolo_mpi.so" | awk '{print $3}' \
+  | grep -v -e '^kolo_mpi_plugin_v1' -e '^KOLO_MPI_0$' | head -n 5 || true)"
+[[ -z "${plugin_exports}" ]] || fail "libkolo_mpi.so exports ${plugin_exports//$'\n'/ }"
+kolo_log "installed: ${soname}, ${exported} kolo_* symbols, and libkolo_mpi.so"
 
 kolo_log "1/2: CMake consumer (find_package(kolo))"
 kolo_run cmake -S "${KOLO_ROOT}/tests/install" -B "${work}/consumer" \
@@ -86,4 +96,16 @@ kolo_log "installed kolo-topo: the 4-GPU fixture"
 "${bindir}/kolo-topo" --xml "${KOLO_ROOT}/tests/fixtures/topologies/pcie-gen4-2s-4gpu.xml" \
   >"${work}/topo.log" || { cat "${work}/topo.log"; fail "installed kolo-topo failed"; }
 grep -q "GPUs: 4" "${work}/topo.log" || { cat "${work}/topo.log"; fail "kolo-topo saw no 4 GPUs"; }
+# Without its plugin, the installed libkolo.so fails kolo_init under mpirun naming the file it
+# looked for, on every rank, instead of crashing or loading another build's.
+mv "${libdir}/libkolo_mpi.so" "${work}/libkolo_mpi.so.away"
+if timeout 120 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2 "${work}/pkgconfig_example" \
+    >"${work}/noplugin.log" 2>&1; then
+  cat "${work}/noplugin.log"
+  fail "kolo_init succeeded without libkolo_mpi.so"
+fi
+want="cannot open kolo's MPI support '[^']*/lib/libkolo_mpi.so': .*No such file"
+[[ "$(grep -c -E "${want}" "${work}/noplugin.log")" == 2 ]] \
+  || { cat "${work}/noplugin.log"; fail "not every rank said: ${want}"; }
+mv "${work}/libkolo_mpi.so.away" "${libdir}/libkolo_mpi.so"
 kolo_log "install test passed"

@@ -5,6 +5,8 @@
 #
 # Usage: check_mismatch_demo.sh DEMO MPIEXEC NUMPROC_FLAG NP [MPIEXEC_PREFLAGS...]
 set -uo pipefail
+# shellcheck source=failed_job.sh
+source "$(dirname "${BASH_SOURCE[0]}")/failed_job.sh"
 
 if [[ $# -lt 4 ]]; then
   echo "usage: $0 DEMO MPIEXEC NUMPROC_FLAG NP [PREFLAGS...]" >&2
@@ -21,13 +23,7 @@ rc=$?
 cat "${log}"
 
 fail=0
-if [[ ${rc} -eq 0 ]]; then
-  echo "FAIL: mpirun exited 0; the demo must exit non-zero" >&2
-  fail=1
-elif [[ ${rc} -eq 124 || ${rc} -eq 137 ]]; then
-  echo "FAIL: the demo did not finish within 30 s (rc ${rc})" >&2
-  fail=1
-fi
+check_failed_job "${rc}" 30 "the demo must exit non-zero" || fail=1
 for r in 0 1; do
   line=$(grep -E "^rank ${r}: .*'grad/fc1'" "${log}" | head -n 1)
   if [[ -z "${line}" ]]; then

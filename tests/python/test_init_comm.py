@@ -3,6 +3,7 @@ order given), an mpi4py communicator (where mpi4py is installed), and the argume
 Each test shuts down the suite's kolo (over MPI_COMM_WORLD), starts it on the subset, and
 starts it again over MPI_COMM_WORLD on every rank at the end, so the suite's own exchanges work.
 """
+import os
 import time
 
 import pytest
@@ -10,6 +11,13 @@ import torch
 
 import kolo.torch as hvd
 from kolo_reference import assert_matches, rank_values, reference_allreduce
+
+
+# Started the way torchrun starts processes (kolo.local_launch): no MPI ranks to name.
+WITHOUT_MPI = "OMPI_COMM_WORLD_SIZE" not in os.environ and "MASTER_ADDR" in os.environ
+needs_mpi = pytest.mark.skipif(
+    WITHOUT_MPI, reason="kolo_init_ranks and kolo_init_comm name MPI ranks; a start without MPI "
+    "refuses them (test_without_mpi_a_list_of_ranks_is_refused)")
 
 
 def _restart_on_world():
@@ -27,6 +35,7 @@ def _subset_allreduce(key, world_members, world_rank, process_set=hvd.global_pro
     assert_matches(out, reference_allreduce(inputs, "Sum"), "allreduce over %s" % world_members)
 
 
+@needs_mpi
 def test_a_list_of_ranks_starts_kolo_on_them_alone():
     world_rank, world_size = hvd.rank(), hvd.size()
     members = [world_size - 1, 0]  # kolo rank 0 is the last world rank
@@ -56,6 +65,7 @@ def test_a_list_of_ranks_starts_kolo_on_them_alone():
     assert hvd.size() == world_size and hvd.rank() == world_rank
 
 
+@needs_mpi
 @pytest.mark.parametrize("comm,message", [
     ([], "empty"),
     ([0, 0], "listed twice"),
@@ -75,6 +85,7 @@ def test_arguments_it_refuses_fail_at_once_on_every_rank(comm, message):
         _restart_on_world()
 
 
+@needs_mpi
 def test_an_mpi4py_communicator_is_duplicated():
     MPI = pytest.importorskip("mpi4py.MPI")
     world_rank, world_size = hvd.rank(), hvd.size()
@@ -87,5 +98,32 @@ def test_an_mpi4py_communicator_is_duplicated():
         comm.Free()  # kolo keeps its own duplicate
         assert hvd.size() == len(members) and hvd.rank() == members.index(world_rank)
         _subset_allreduce("init_comm.mpi4py", members, world_rank)
+    finally:
+        _restart_on_world()
+
+
+@needs_mpi
+def test_a_fortran_handle_that_names_no_communicator_fails_at_once_on_every_rank():
+    """The path of an mpi4py communicator (kolo_init_comm_fortran), given a handle no
+    communicator has: an error naming it, not MPI's abort."""
+    from kolo import _kolo
+    hvd.shutdown()
+    try:
+        with pytest.raises(_kolo.KoloError, match="the Fortran handle 1234567 names no "
+                           "communicator"):
+            _kolo.init_comm(1234567)
+        assert not hvd.is_initialized()
+    finally:
+        _restart_on_world()
+
+
+@pytest.mark.skipif(not WITHOUT_MPI, reason="the refusal of a start without MPI")
+def test_without_mpi_a_list_of_ranks_is_refused():
+    hvd.shutdown()
+    try:
+        with pytest.raises(Exception, match=r"kolo_init_ranks: this process was started without "
+                           r"MPI .*use process sets"):
+            hvd.init(comm=[0])
+        assert not hvd.is_initialized()
     finally:
         _restart_on_world()

@@ -172,6 +172,8 @@ def test_version_and_check_build(capsys):
     assert out.startswith("kolo v%s:\n" % kolo.__version__)
     for row in ("Available Frameworks:", "[X] MPI", "Available Transports:", "GPU support:"):
         assert row in out
+    from kolo import _kolo
+    assert ("    [%s] UCX (KOLO_TRANSPORT=ucx)\n" % ("X" if _kolo.built_with_ucx() else " ")) in out
 
 
 def test_a_rank_that_finds_a_flag_unapplied_fails_the_job():
@@ -188,3 +190,51 @@ def test_a_rank_that_finds_a_flag_unapplied_fails_the_job():
         timeout=120)
     assert done.returncode != 0, done.stdout
     assert "KOLO_CYCLE_TIME='4' (want '3')" in done.stdout, done.stdout
+
+
+def test_gloo_launches_on_this_host_without_mpi(capsys):
+    """--gloo: kolo.local_launch by this interpreter, the KOLO_* variables in its environment;
+    no mpirun, no trampoline (kolo.local_launch sets torchrun's variables itself)."""
+    assert line(["--gloo", "-np", "3", "--cycle-time-ms", "3", "--nics", "eth0"],
+                capsys=capsys) == (
+        "KOLO_CYCLE_TIME=3 NCCL_SOCKET_IFNAME=eth0 UCX_NET_DEVICES=eth0 %s -m kolo.local_launch "
+        "-np 3 -- python train.py" % sys.executable)
+    # On this host by name, too; root changes nothing (there is no mpirun to allow it).
+    assert line(["--gloo", "-np", "2", "-H", "localhost:2"], euid=0, capsys=capsys) == (
+        "%s -m kolo.local_launch -np 2 -- python train.py" % sys.executable)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["-p", "2022"], "-p/--ssh-port is mpirun's; --gloo launches without mpirun"),
+    (["--mpi-args", "-x A"], "--mpi-args is mpirun's; --gloo launches without mpirun"),
+    (["--output-filename", "logs"],
+     "--output-filename is mpirun's; --gloo launches without mpirun"),
+    (["--mpi"], "--mpi and --gloo: give one of them"),
+    (["-H", "localhost:1,b:1"],
+     "--gloo launches on this host only (b named); across hosts start each host's ranks with "
+     "torchrun or srun, which kolo starts from"),
+])
+def test_gloo_refuses_what_only_mpirun_does(flags, message, capsys):
+    assert refusal(["--gloo", "-np", "2"] + flags + ["python", "train.py"], capsys) == (
+        "kolorun: " + message)
+
+
+def test_local_launch_gives_each_rank_torchruns_variables():
+    from kolo import local_launch
+    envs = local_launch.rank_environments(
+        3, {"PATH": "/bin", "OMPI_COMM_WORLD_SIZE": "3", "PMIX_RANK": "0"})
+    assert [e["RANK"] for e in envs] == ["0", "1", "2"]
+    assert [e["LOCAL_RANK"] for e in envs] == ["0", "1", "2"]
+    for e in envs:
+        assert (e["WORLD_SIZE"], e["LOCAL_WORLD_SIZE"], e["GROUP_RANK"]) == ("3", "3", "0")
+        assert e["MASTER_ADDR"] == "127.0.0.1" and e["MASTER_PORT"] == envs[0]["MASTER_PORT"]
+        assert e["KOLO_JOB_ID"] == envs[0]["KOLO_JOB_ID"] != ""
+        assert "OMPI_COMM_WORLD_SIZE" not in e and "PMIX_RANK" not in e and e["PATH"] == "/bin"
+    assert envs[0]["MASTER_PORT"].isdigit()
+    # Two launches, two tokens: a rank of one job is refused by the other's rendezvous.
+    assert local_launch.rank_environments(1, {})[0]["KOLO_JOB_ID"] != envs[0]["KOLO_JOB_ID"]
+    # The environment's own address, port and token win.
+    mine = local_launch.rank_environments(
+        1, {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "4000", "KOLO_JOB_ID": "j"})[0]
+    assert (mine["MASTER_ADDR"], mine["MASTER_PORT"], mine["KOLO_JOB_ID"]) == (
+        "10.0.0.1", "4000", "j")

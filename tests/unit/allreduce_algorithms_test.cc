@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include "collectives/native_allreduce.h"
 #include "collectives/select/registry.h"
 #include "unit/algorithm_check.h"
 #include "unit/thread_world.h"
@@ -196,6 +197,41 @@ TEST(SelectorTest, ForcedUnknownNameListsTheAlgorithms) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("KOLO_ALLREDUCE_ALGO=nonesuch"), std::string::npos);
   EXPECT_NE(s.status().message().find("mpi"), std::string::npos) << s.status().message();
+}
+
+// A transport that only moves bytes (UCX) has no library all-reduce: the library entry declines
+// it by the communicator's capability, whatever its name, and the cost model picks one of
+// kolo's algorithms; with native collectives the library entry stays a candidate.
+TEST(SelectorTest, WithoutNativeCollectivesTheLibraryAllreduceIsNotPicked) {
+  AllreduceSelector selector("", CostModel());
+  for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{64} << 20}) {
+    SelectionInput in = ThreadWorldInput(4, "1");
+    in.bytes = bytes;
+    in.count = bytes / 4;
+    in.backend = "bytes-only";
+    in.native_collectives = false;
+    auto picked = selector.Select(in);
+    ASSERT_TRUE(picked.ok()) << picked.status().ToString();
+    EXPECT_NE((*picked)->Name(), "mpi") << bytes << " bytes";
+    bool library_ranked = false;
+    for (const auto& [algo, micros] : selector.Rank(in)) {
+      if (algo->Name() == "mpi") library_ranked = micros >= 0;
+    }
+    EXPECT_FALSE(library_ranked) << bytes << " bytes";
+    in.native_collectives = true;
+    for (const auto& [algo, micros] : selector.Rank(in)) {
+      if (algo->Name() == "mpi") library_ranked = micros >= 0;
+    }
+    EXPECT_TRUE(library_ranked) << bytes << " bytes";
+  }
+  NativeAllreduce native;
+  SelectionInput in = ThreadWorldInput(2, "1");
+  in.backend = "bytes-only";
+  in.native_collectives = false;
+  const Status s = native.Supports(in);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("the bytes-only backend has no native all-reduce"), std::string::npos)
+      << s.message();
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // then whole Runtimes in the thread world, where every rank blocks in Handle::WaitFor on an
 // operation its peers never submit: each fails on every rank within seconds (no stall setting),
 // with a report of what each rank waits for, and the next operation works. A rank that is late
-// (computing, not waiting) is never failed.
+// (computing, not waiting) is never failed. In the controller, a rank that is not blocked when
+// the others send their cache hits to the check never runs that hit alone.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,7 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/negotiation/controller.h"
 #include "runtime/negotiation/deadlock.h"
+#include "runtime/wire/wire.h"
 #include "unit/thread_world.h"
 
 namespace kolo {
@@ -198,6 +201,62 @@ TEST(DeadlockRuntime, ALateRankIsNotADeadlock) {
     for (float v : out) EXPECT_EQ(v, 6.0f);
   });
 }
+
+// The check's trigger is the same on every rank (cycles in which every rank was blocked), but
+// whether a rank sends its waiting hits to the coordinator depends on its own callers: one
+// between two slices of its wait is not blocked in that cycle. Here the last rank is blocked on
+// something else for two cycles while the others hold a hit of "x"; in the third it submits
+// "x" itself and is not blocked yet, while the others, blocked, send theirs to the check. Every
+// rank must run "x" in the same cycle (it ran alone on the last rank, a hang in the data plane,
+// while the others waited for it at the coordinator).
+class DeadlockCheckInController : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeadlockCheckInController, ARankNotBlockedWhenTheOthersSendTheirHitsRunsThemTogether) {
+  const int n = GetParam();
+  constexpr int kCycles = 6;
+  std::vector<std::vector<std::string>> encoded(n);  // [rank][cycle]
+  std::vector<std::vector<int>> x_cycles(n);         // cycles in which "x" ran, per rank
+  testing::RunOnThreadWorld(n, [&](Communicator& comm) {
+    ControllerOptions options;
+    options.cache_capacity = 8;
+    Controller controller(comm, options);
+    const int r = comm.Rank();
+    const bool last = r == n - 1;
+    for (int cycle = 0; cycle < kCycles; ++cycle) {
+      RequestList mine;
+      // Cycle 0 caches "x" on every rank; from cycle 1 the others hold it as a hit, the last
+      // rank submits it in cycle 3.
+      const bool submits = cycle == 0 || (cycle == 1 && !last) || (cycle == 3 && last);
+      if (submits) mine.requests.push_back(Req("x"));
+      for (Request& q : mine.requests) q.rank = r;
+      const bool blocked = cycle >= 1 && !(cycle == 3 && last);
+      controller.SetWaiting(blocked, blocked
+                                         ? std::vector<std::string>{last && cycle < 3 ? "y" : "x"}
+                                         : std::vector<std::string>{});
+      auto result = controller.Negotiate(mine);
+      ASSERT_TRUE(result.ok()) << result.status().ToString();
+      encoded[r].push_back(EncodeResponseList(*result));
+      for (const Response& resp : result->responses) {
+        for (const std::string& name : resp.names) {
+          if (name == "x") x_cycles[r].push_back(cycle);
+        }
+        // Hits may come by id only: a Response without names that runs one tensor is "x".
+        if (resp.names.empty() && resp.NumTensors() == 1) x_cycles[r].push_back(cycle);
+      }
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(x_cycles[r].size(), 2u) << "rank " << r;
+    EXPECT_EQ(x_cycles[r][0], 0) << "rank " << r;
+    EXPECT_EQ(x_cycles[r][1], x_cycles[0][1]) << "rank " << r << " ran x in another cycle";
+    for (int c = 0; c < kCycles; ++c) {
+      EXPECT_EQ(encoded[r][c], encoded[0][c]) << "rank " << r << " cycle " << c;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DeadlockCheckInController, ::testing::Values(2, 3),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
 }  // namespace
 }  // namespace kolo

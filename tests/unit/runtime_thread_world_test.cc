@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -209,22 +211,44 @@ TEST(RuntimeThreadWorld, DtypeAndOpMismatchesNameBothValues) {
   });
 }
 
+// A second submission of a name still in flight is refused on the rank that makes it, and the
+// first completes. In each round one rank submits first and tries the duplicate before the
+// others submit at all, so its first cannot have completed yet (completion needs every rank).
 TEST(RuntimeThreadWorld, NameInFlightIsRefusedAndFirstStillCompletes) {
-  RunRuntimes(2, FastConfig(), [&](Runtime& rt) {
-    std::vector<float> a(8, 1.0f), b(8), c(8);
-    auto h = rt.Enqueue(Allreduce("dup", a.data(), b.data(), DataType::kFloat32, {8}, ReduceOp::kSum));
-    ASSERT_TRUE(h.ok());
-    auto again = rt.Enqueue(Allreduce("dup", a.data(), c.data(), DataType::kFloat32, {8}, ReduceOp::kSum));
-    if (!(*h)->Poll()) {
-      EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument);
-      EXPECT_NE(again.status().message().find("already in flight"), std::string::npos);
-    }
-    ASSERT_TRUE(WaitFor(**h).ok());
-    EXPECT_EQ(b[7], 2.0f);
-    if (again.ok()) {
-      ASSERT_TRUE(WaitFor(**again).ok());  // it raced past completion: fine
-    }
-  });
+  for (const int ranks : {2, 3}) {
+    std::mutex mu;
+    std::condition_variable cv;
+    int tried = -1;  // the last round whose first rank has tried its duplicate
+    RunRuntimes(ranks, FastConfig(), [&](Runtime& rt) {
+      const int rank = rt.layout().rank;
+      for (int round = 0; round < ranks; ++round) {
+        const std::string name = "dup/" + std::to_string(round);
+        std::vector<float> a(8, 1.0f + rank), b(8), c(8);
+        if (rank != round) {
+          std::unique_lock<std::mutex> lock(mu);
+          ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return tried >= round; }));
+        }
+        auto h = rt.Enqueue(Allreduce(name, a.data(), b.data(), DataType::kFloat32, {8},
+                                      ReduceOp::kSum));
+        ASSERT_TRUE(h.ok());
+        if (rank == round) {
+          auto again = rt.Enqueue(Allreduce(name, a.data(), c.data(), DataType::kFloat32, {8},
+                                            ReduceOp::kSum));
+          EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument) << "rank " << rank;
+          EXPECT_NE(again.status().message().find("already in flight"), std::string::npos)
+              << again.status().message();
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            tried = round;
+          }
+          cv.notify_all();
+        }
+        ASSERT_TRUE(WaitFor(**h).ok());
+        const float want = static_cast<float>(ranks * (ranks + 1) / 2);  // sum of 1 + rank
+        EXPECT_EQ(b[7], want) << "rank " << rank << ", round " << round;
+      }
+    });
+  }
 }
 
 TEST(RuntimeThreadWorld, AllgatherDifferentFirstDimensionAndBroadcastFromLastRank) {

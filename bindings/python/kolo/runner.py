@@ -1,6 +1,8 @@
-"""kolorun: horovodrun's command line for kolo, over mpirun (or srun inside a Slurm allocation).
+"""kolorun: horovodrun's command line for kolo, over mpirun (or srun inside a Slurm allocation),
+or without MPI on this host (``--gloo``, horovodrun's flag for its own launcher).
 
     kolorun -np 4 -H node1:2,node2:2 python train.py
+    kolorun --gloo -np 2 python train.py
 
 Each horovodrun flag becomes what kolo reads (a KOLO_* variable, forwarded to every rank with
 mpirun's -x) or what mpirun does itself (hosts, ssh port, interfaces, output files), on the line
@@ -8,8 +10,11 @@ horovodrun builds (``-bind-to none -map-by slot``, ``--tag-output``). Every rank
 torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE from the launcher's own,
 MASTER_ADDR and MASTER_PORT), so scripts written for torchrun run unchanged. As root it sets Open
 MPI's two allow-run-as-root variables; with more ranks than cores on this machine, it
-oversubscribes. ``--dry-run`` prints the command and exits. A horovodrun flag kolo has no
-counterpart for (elastic mode, Gloo, ...) is refused with one line, never ignored.
+oversubscribes. With ``--gloo`` the ranks start on this host through kolo.local_launch, as
+torchrun starts them: kolo meets over its TCP rendezvous and runs over UCX, with no MPI launcher
+(flags that only mpirun understands are refused then). ``--dry-run`` prints the command and
+exits. A horovodrun flag kolo has no counterpart for (elastic mode, jsrun, ...) is refused with
+one line, never ignored.
 
 The command is built by ``launch_command`` from the parsed flags and the facts of the machine
 (environment, user, cores), so tests compare its lines with golden ones.
@@ -48,8 +53,7 @@ REFUSED = {
     "--cooldown-range": "elastic training",
     "--blacklist-cooldown-range": "elastic training",
     "--elastic-timeout": "elastic training",
-    "--gloo": "the Gloo controller (kolo negotiates over MPI)",
-    "--gloo-timeout-seconds": "the Gloo controller (kolo negotiates over MPI)",
+    "--gloo-timeout-seconds": "Gloo's timeout (kolo's start without MPI waits --start-timeout)",
     "--jsrun": "IBM's jsrun launcher",
     "--ccl-bgt-affinity": "oneCCL",
     "--num-nccl-streams": "several NCCL streams per process",
@@ -112,7 +116,9 @@ def build_parser():
     a("--output-filename", help="a folder for each rank's output (mpirun --output-filename)")
     a("--prefix-output-with-timestamp", action="store_true",
       help="time stamps on each line of output")
-    a("--mpi", action="store_true", help="accepted: kolo always launches with MPI")
+    a("--mpi", action="store_true", help="launch with mpirun (the default)")
+    a("--gloo", action="store_true",
+      help="launch without MPI, on this host: torchrun's variables, kolo's TCP rendezvous, UCX")
     a("--mpi-args", help="more arguments for mpirun, as one string")
     a("--binding-args", help="mpirun's binding arguments instead of -bind-to none -map-by slot")
     a("--start-timeout", type=float, help="KOLO_START_TIMEOUT, seconds")
@@ -226,6 +232,42 @@ def _master_addr(opts):
     return "127.0.0.1"
 
 
+# mpirun's flags, which a launch without MPI has no use for: refused with --gloo, not ignored.
+MPIRUN_ONLY = (("ssh_port", "-p/--ssh-port"), ("ssh_identity_file", "-i/--ssh-identity-file"),
+               ("mpi_args", "--mpi-args"), ("binding_args", "--binding-args"),
+               ("output_filename", "--output-filename"),
+               ("prefix_output_with_timestamp", "--prefix-output-with-timestamp"))
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def _local_launch_command(opts, environ, command, kolo_env):
+    """kolorun --gloo: the ranks on this host, started by kolo.local_launch."""
+    if opts.mpi:
+        raise UsageError("--mpi and --gloo: give one of them")
+    for dest, flag in MPIRUN_ONLY:
+        if getattr(opts, dest):
+            raise UsageError("%s is mpirun's; --gloo launches without mpirun" % flag)
+    hosts = []
+    if opts.hosts:
+        hosts = [h.split(":")[0] for h in opts.hosts.split(",") if h]
+    elif opts.hostfile:
+        hosts = [_master_addr(opts)]
+    remote = [h for h in hosts if h not in LOCAL_HOSTS]
+    if remote:
+        raise UsageError("--gloo launches on this host only (%s named); across hosts start "
+                         "each host's ranks with torchrun or srun, which kolo starts from" %
+                         ", ".join(remote))
+    launcher_env = dict(kolo_env)
+    if opts.nics:
+        # The interfaces for UCX's traffic and NCCL's (there is no MPI here).
+        launcher_env.update(UCX_NET_DEVICES=opts.nics, NCCL_SOCKET_IFNAME=opts.nics)
+    # MASTER_ADDR and MASTER_PORT: the environment's, else 127.0.0.1 and a free port
+    # (kolo.local_launch), as torchrun --standalone chooses.
+    argv = [sys.executable, "-m", "kolo.local_launch", "-np", str(opts.np), "--"] + command
+    return argv, launcher_env
+
+
 def launch_command(opts, environ, euid, cores):
     """(argv, variables to add to the launcher's environment) for the parsed `opts`.
 
@@ -242,6 +284,8 @@ def launch_command(opts, environ, euid, cores):
     if command and command[0] == "--":
         command = command[1:]
     kolo_env = kolo_environment(opts)
+    if opts.gloo:
+        return _local_launch_command(opts, environ, command, kolo_env)
     torch_env = [("MASTER_ADDR", environ.get("MASTER_ADDR") or _master_addr(opts)),
                  ("MASTER_PORT", environ.get("MASTER_PORT") or DEFAULT_MASTER_PORT)]
     set_names = {name for name, _ in kolo_env + torch_env}
@@ -320,11 +364,13 @@ def check_build():
         "",
         "Available Controllers:",
         "    [X] MPI",
+        "    [%s] kolo's TCP rendezvous (a start without MPI: torchrun, srun, kolorun --gloo)" %
+        mark(_kolo.built_with_ucx()),
         "    [ ] Gloo",
         "",
         "Available Transports:",
         "    [X] MPI",
-        "    [ ] UCX",
+        "    [%s] UCX (KOLO_TRANSPORT=ucx)" % mark(_kolo.built_with_ucx()),
         "",
         "Available Tensor Operations:",
         "    [%s] NCCL (opened at run time)" % mark(_kolo.built_with_nccl()),
@@ -363,7 +409,7 @@ def main(argv=None, environ=None, euid=None, cores=None):
         return 0
     if opts.verbose:
         print(line, file=sys.stderr)
-    if shutil.which(cmd[0], path=environ.get("PATH")) is None:
+    if not opts.gloo and shutil.which(cmd[0], path=environ.get("PATH")) is None:
         print("kolorun: %s is not on PATH (Debian: %s)" %
               (cmd[0], "openmpi-bin" if cmd[0] == "mpirun" else "slurm-client"), file=sys.stderr)
         return 2

@@ -180,10 +180,18 @@ KOLO_API kolo_status_t kolo_init_with_config(const kolo_init_config_t* config);
  * includes it anyway, and every other user of kolo.h (and its ABI) stays free of the MPI
  * headers. The alternative, a Fortran handle (MPI_Fint) in the signature, would spare that
  * condition but make every C caller convert with MPI_Comm_c2f and lose the type check; bindings
- * that hold a Fortran handle (mpi4py's py2f) convert with MPI_Comm_f2c themselves. */
+ * that hold a Fortran handle (mpi4py's py2f) call kolo_init_comm_fortran. */
 #if defined(MPI_VERSION)
 KOLO_API kolo_status_t kolo_init_comm(MPI_Comm comm);
 #endif
+
+/* kolo_init_comm on the communicator of a Fortran handle (MPI_Comm_c2f's; mpi4py's
+ * comm.py2f()), converted with the MPI kolo runs on: for bindings that do not link MPI
+ * themselves (kolo's Python module), so that a process started without MPI never loads it.
+ * Errors as kolo_init_comm, and KOLO_ERR_FAILED_PRECONDITION when MPI is not running (not yet
+ * initialised, or finalised), KOLO_ERR_INVALID_ARGUMENT for a handle that names no
+ * communicator. */
+KOLO_API kolo_status_t kolo_init_comm_fortran(int fortran_comm);
 
 /* Stops the background thread on every rank. Collective in effect: once one rank shuts down,
  * the others' pending and later operations fail with KOLO_ERR_FAILED_PRECONDITION naming that
