@@ -32,10 +32,11 @@
 // of 20000 / 300 calls): 2 ranks, 8 B 0.86-0.89 us (MpiCommunicator 1.03-1.05 us), 1 MiB
 // 119-130 us (MPI 105-117 us); 4 ranks on the 2 cores, 8 B 4.3-5.3 us (MPI 3.5-4.6 us).
 //
-// Control plane (ucx_control.cc): GatherBytes sends a length then the bytes to the root;
-// BroadcastBytes and Broadcast are binomial trees from the root; AndBits is a gather to rank 0
-// and a binomial broadcast back; Barrier is a dissemination barrier of empty messages. Each is
-// the textbook algorithm over this communicator's point-to-point; UCX has no collectives.
+// Control plane (ucx_control.cc): GatherBytes is one message from each rank to the root, of a
+// length the root learns by probing; BroadcastBytes and Broadcast are binomial trees from the
+// root; AndBits is recursive doubling; Barrier is a dissemination barrier of empty messages.
+// Each is the textbook algorithm over this communicator's point-to-point; UCX has no
+// collectives.
 //
 // Memory: host buffers only. Every call declares UCS_MEMORY_TYPE_HOST (no pointer-type
 // detection per call); Debian's UCX 1.13 cannot move CUDA memory at all, and kolo's host
@@ -102,6 +103,9 @@ class UcxCommunicator : public Communicator {
     int peer = 0;
     int tag = 0;
     bool control = false;
+    // A receive whose length only the sender knows: *sized takes the message's length and its
+    // bytes (buffer and bytes unused). One message instead of a length and then the bytes.
+    std::string* sized = nullptr;
   };
   // Posts `ops` (receives first; empty ones too: control messages may be empty) and returns the
   // batch; Wait completes it. Used by Start and by the control plane.

@@ -1,4 +1,9 @@
 // Non-blocking point-to-point over UCP tags (Communicator::Start and the control plane).
+//
+// A transfer is one ucp_tag_send_nbx matched by one receive: ucp_tag_recv_nbx into the caller's
+// buffer, or, for a receive whose length only the sender knows (the control plane's byte
+// strings, Op::sized), a probe for the message (ucp_tag_probe_nb) that sizes the string and
+// receives it (ucp_tag_msg_recv_nbx): one message, not a length and then the bytes.
 #include <sched.h>
 
 #include <chrono>
@@ -17,33 +22,29 @@ class UcxBatch : public P2PBatch {
   }
 
   Status Post(const UcxCommunicator::Op& op) {
-    UcxWorld& world = comm_->world();
-    const int world_peer = comm_->world_ranks_[op.peer];
     Pending p;
     p.op = op;
-    ucp_request_param_t param;
-    std::memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    param.memory_type = UCS_MEMORY_TYPE_HOST;
+    if (op.kind == P2POp::Kind::kRecv && op.sized != nullptr) {
+      pending_.push_back(p);  // no request until its message is there (Probe)
+      return Status::OK();
+    }
+    UcxWorld& world = comm_->world();
+    ucp_request_param_t param = HostMemory();
     ucs_status_ptr_t req;
     if (op.kind == P2POp::Kind::kRecv) {
       // Always a request, even when the message already arrived: its length is then read with
       // ucp_tag_recv_request_test like any other (UCX 1.13 left recv_info unset on immediate
       // completion here, measured).
       param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-      req = ucp_tag_recv_nbx(world.worker(), op.buffer, op.bytes,
-                             comm_->Tag(op.peer, op.tag, op.control), ~ucp_tag_t{0}, &param);
+      req = ucp_tag_recv_nbx(world.worker(), op.buffer, op.bytes, Tag(op), ~ucp_tag_t{0}, &param);
     } else {
-      req = ucp_tag_send_nbx(world.endpoint(world_peer), op.buffer, op.bytes,
+      req = ucp_tag_send_nbx(world.endpoint(comm_->world_ranks_[op.peer]), op.buffer, op.bytes,
                              comm_->Tag(comm_->rank_, op.tag, op.control), &param);
     }
     if (UCS_PTR_IS_ERR(req)) {
       return UcxError(UCS_PTR_STATUS(req), Call(op), op.peer).AddContext(Describe(op));
     }
-    if (req == nullptr) {
-      KOLO_RETURN_IF_ERROR(CheckReceived(p));
-      return Status::OK();
-    }
+    if (req == nullptr) return Status::OK();  // a send, done at once
     p.request = req;
     pending_.push_back(p);
     return Status::OK();
@@ -58,6 +59,14 @@ class UcxBatch : public P2PBatch {
       if (!world.Progress()) sched_yield();
       for (size_t i = 0; i < pending_.size();) {
         Pending& p = pending_[i];
+        if (p.request == nullptr) {
+          Status probed = Probe(p);
+          if (!probed.ok()) return Fail(std::move(probed));
+          if (p.request == nullptr) {
+            ++i;
+            continue;
+          }
+        }
         ucs_status_t st = p.op.kind == P2POp::Kind::kRecv
                               ? ucp_tag_recv_request_test(p.request, &p.info)
                               : ucp_request_check_status(p.request);
@@ -103,12 +112,15 @@ class UcxBatch : public P2PBatch {
       world.MarkBroken();
     }
     for (Pending& p : pending_) {
-      if (p.op.kind == P2POp::Kind::kRecv) ucp_request_cancel(world.worker(), p.request);
+      if (p.request != nullptr && p.op.kind == P2POp::Kind::kRecv) {
+        ucp_request_cancel(world.worker(), p.request);
+      }
     }
     // A cancelled receive completes (UCS_ERR_CANCELED) within a few progress calls unless its
     // data is already arriving; a bounded wait keeps a dead peer from hanging us here.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
     for (Pending& p : pending_) {
+      if (p.request == nullptr) continue;  // a sized receive whose message never came
       while (p.op.kind == P2POp::Kind::kRecv &&
              ucp_request_check_status(p.request) == UCS_INPROGRESS &&
              std::chrono::steady_clock::now() < deadline) {
@@ -123,9 +135,44 @@ class UcxBatch : public P2PBatch {
  private:
   struct Pending {
     UcxCommunicator::Op op;
-    void* request = nullptr;
+    void* request = nullptr;  // null only for a sized receive not yet probed
     ucp_tag_recv_info_t info{};
   };
+
+  static ucp_request_param_t HostMemory() {
+    ucp_request_param_t param;
+    std::memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
+    return param;
+  }
+
+  uint64_t Tag(const UcxCommunicator::Op& op) const {
+    return comm_->Tag(op.peer, op.tag, op.control);
+  }
+
+  // A sized receive: once its message is there, the string takes its length and the receive
+  // becomes an ordinary one of that many bytes.
+  Status Probe(Pending& p) {
+    UcxWorld& world = comm_->world();
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h message =
+        ucp_tag_probe_nb(world.worker(), Tag(p.op), ~ucp_tag_t{0}, /*remove=*/1, &info);
+    if (message == nullptr) return Status::OK();
+    p.op.sized->resize(info.length);
+    p.op.buffer = p.op.sized->data();
+    p.op.bytes = info.length;
+    ucp_request_param_t param = HostMemory();
+    param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    ucs_status_ptr_t req =
+        ucp_tag_msg_recv_nbx(world.worker(), p.op.buffer, p.op.bytes, message, &param);
+    if (UCS_PTR_IS_ERR(req)) {
+      return UcxError(UCS_PTR_STATUS(req), "ucp_tag_msg_recv_nbx", p.op.peer)
+          .AddContext(Describe(p.op));
+    }
+    p.request = req;
+    return Status::OK();
+  }
 
   static const char* Call(const UcxCommunicator::Op& op) {
     return op.kind == P2POp::Kind::kRecv ? "ucp_tag_recv_nbx" : "ucp_tag_send_nbx";
@@ -134,7 +181,9 @@ class UcxBatch : public P2PBatch {
     return std::string("rank ") + std::to_string(op.peer) +
            (op.kind == P2POp::Kind::kRecv ? " (receive" : " (send") +
            (op.control ? ", control tag " : ", tag ") + std::to_string(op.tag) + ", " +
-           std::to_string(op.bytes) + " bytes)";
+           (op.sized != nullptr && op.buffer == nullptr ? std::string("any length")
+                                                        : std::to_string(op.bytes) + " bytes") +
+           ")";
   }
 
   Status CheckReceived(const Pending& p) const {

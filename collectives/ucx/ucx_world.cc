@@ -17,8 +17,9 @@ Status UcxError(ucs_status_t status, const std::string& call, int peer) {
   std::string where = peer >= 0 ? " to rank " + std::to_string(peer) : "";
   std::string text = call + where + " failed: " + ucs_status_string(status);
   // A lost connection is a peer that died: the runtime's "peer gone" code.
+  // A shared-memory error is a same-host peer whose segment went with its process.
   if (status == UCS_ERR_CONNECTION_RESET || status == UCS_ERR_ENDPOINT_TIMEOUT ||
-      status == UCS_ERR_UNREACHABLE) {
+      status == UCS_ERR_UNREACHABLE || status == UCS_ERR_SHMEM_SEGMENT) {
     return UnavailableError(std::move(text));
   }
   return InternalError(std::move(text));
