@@ -29,6 +29,7 @@
 #include "unit/algorithm_check.h"
 #if KOLO_WITH_UCX
 #include "collectives/ucx/ucx_communicator.h"
+#include "mpi/gtest_mpi.h"
 #include "mpi/mpi_bytes_allgather.h"
 #endif
 
@@ -135,19 +136,10 @@ TEST(RingSegmentsMpiTest, ManySegmentsMatchReference) {
 }  // namespace kolo::testing
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-    std::fprintf(stderr, "MPI_Init_thread failed\n");
-    return 1;
-  }
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  ::testing::InitGoogleTest(&argc, argv);
+  kolo::testing::StartGtestUnderMpi(&argc, &argv, &rank, &size);
   bool ucx = false;
   for (int i = 1; i < argc; ++i) ucx = ucx || std::string(argv[i]) == "--transport=ucx";
-  ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
-  if (rank != 0) delete listeners.Release(listeners.default_result_printer());
   int failed = 0;
   if (ucx) {
 #if KOLO_WITH_UCX
@@ -180,8 +172,5 @@ int main(int argc, char** argv) {
     failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
     kolo::testing::g_comm = nullptr;
   }
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any_failed ? 1 : 0;
+  return kolo::testing::EndGtestUnderMpi(failed);
 }

@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "collectives/select/decision_table.h"
 #include "collectives/mpi/mpi_node.h"
 #include "collectives/mpi/mpi_topology.h"
+#include "collectives/select/decision_table.h"
 #include "collectives/select/topology_cost.h"
+#include "mpi/gtest_mpi.h"
 #include "topology/hwloc_topology.h"
 #include "topology/topology_json.h"
 
@@ -145,15 +146,7 @@ TEST(TopologyExchangeTest, AMissingXmlOnOneNodeFailsEveryRankAlike) {
 }  // namespace kolo::testing
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
-  if (rank != 0) delete listeners.Release(listeners.default_result_printer());
-  const int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any_failed ? 1 : 0;
+  int rank = 0, size = 1;
+  kolo::testing::StartGtestUnderMpi(&argc, &argv, &rank, &size);
+  return kolo::testing::EndGtestUnderMpi(RUN_ALL_TESTS() != 0 ? 1 : 0);
 }

@@ -21,6 +21,7 @@
 
 #include "collectives/host/ring_allreduce.h"
 #include "collectives/ucx/ucx_communicator.h"
+#include "mpi/gtest_mpi.h"
 #include "mpi/mpi_bytes_allgather.h"
 
 namespace kolo::testing {
@@ -409,14 +410,8 @@ int RunFault(UcxCommunicator& comm, const std::vector<int>& pids, bool frozen) {
 }  // namespace kolo::testing
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
-  if (rank != 0) delete listeners.Release(listeners.default_result_printer());
+  kolo::testing::StartGtestUnderMpi(&argc, &argv, &rank, &size);
   bool fault = false, frozen = false;
   for (int i = 1; i < argc; ++i) {
     fault = fault || std::string(argv[i]) == "--fault";
@@ -437,8 +432,5 @@ int main(int argc, char** argv) {
     failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
     kolo::testing::g_comm = nullptr;
   }
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any_failed ? 1 : 0;
+  return kolo::testing::EndGtestUnderMpi(failed);
 }
