@@ -302,10 +302,11 @@ TEST(UcxSubTest, SubCommunicatorsDoNotSeeEachOthersMessages) {
 // nothing, so the progress check (2 s here; the runtime's stall shutdown time in kolo) must end
 // every survivor's wait, and rank 0's, which receives from it, must name it. Rank 0 then kills
 // it so the job ends.
-// The verdicts travel in files, not over UCX: a rank SIGKILLed while writing into a survivor's
-// shared-memory receive FIFO can leave an element there that never becomes ready, and the
-// survivor reads its FIFO in order, so no later message from anyone reaches it (measured: about
-// 1 run in 40 lost the survivors' agreement that way).
+// The verdicts travel in files, not over UCX: after the SIGKILL, a survivor's message to rank 0
+// over UCX's shared memory sometimes never arrived, even with the sender's endpoint flushed
+// (ucp_ep_flush_nbx) before it exited: measured, 1 run in 25 to 40 lost the survivors'
+// agreement. One likely cause, not confirmed: the victim killed halfway through writing into
+// rank 0's receive FIFO, whose elements rank 0 reads in order.
 bool ProcessGone(int pid) {
   if (kill(pid, 0) != 0) return errno == ESRCH;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
