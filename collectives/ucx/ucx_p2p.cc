@@ -56,6 +56,9 @@ class UcxBatch : public P2PBatch {
     auto next_check = start + std::chrono::seconds(1);
     UcxWorld& world = comm_->world();
     for (uint64_t polls = 0; !pending_.empty(); ++polls) {
+      // Progress before every look, the first too: a wait that found its receives complete
+      // without one and returned let a rank exit with its own last message not yet sent
+      // (measured in mpi.ucx_fault).
       if (!world.Progress()) sched_yield();
       for (size_t i = 0; i < pending_.size();) {
         Pending& p = pending_[i];
