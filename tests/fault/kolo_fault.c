@@ -19,8 +19,9 @@
  *                   they printed theirs)
  *   missing-after-mpi  the same, with MPI started by the program on every rank first
  *   wrong-port      (started without MPI) the same, but the last rank does call kolo_init, with
- *                   MASTER_PORT set to KOLO_FAULT_WRONG_PORT, where nothing listens: it fails
- *                   naming that address, the others naming it as the rank that never came
+ *                   MASTER_PORT and KOLO_MASTER_PORT set to KOLO_FAULT_WRONG_PORT, where nothing
+ *                   listens: it fails naming that address, the others naming it as the rank
+ *                   that never came
  *   freeze          the last rank stops itself (SIGSTOP) 2 ms into a 16 MiB allreduce and prints
  *                   FROZEN <pid> first; the others' allreduce warns after
  *                   KOLO_STALL_CHECK_TIME_SECONDS and fails after KOLO_STALL_SHUTDOWN_TIME_SECONDS
@@ -112,7 +113,10 @@ int main(int argc, char** argv) {
         fprintf(stderr, "kolo_fault wrong-port needs KOLO_FAULT_WRONG_PORT\n");
         return 2;
       }
+      /* Both: kolo's rendezvous is on KOLO_MASTER_PORT where the launcher set one (as
+       * kolo.local_launch does), else on MASTER_PORT. */
       setenv("MASTER_PORT", port, 1);
+      setenv("KOLO_MASTER_PORT", port, 1);
       printf("WRONG-PORT rank %d: MASTER_PORT=%s\n", rank, port);
       fflush(stdout);
     }

@@ -6,8 +6,11 @@ env_bootstrap.h). ``kolorun --gloo`` launches with it; so do the tests of that s
     python -m kolo.local_launch -np N [--timeout S] [--grace S] -- COMMAND [ARGS...]
 
 MASTER_ADDR and MASTER_PORT are the environment's when it sets them, else 127.0.0.1 and a free
-port; KOLO_JOB_ID, kolo's rendezvous token, is a fresh one unless the environment sets it, so a
-rank of another job on the same port is refused instead of joined.
+port. As under torchrun, MASTER_PORT is left to torch's store (``init_process_group``, whose
+TCPStore rank 0 serves there): kolo's rendezvous gets a port of its own, KOLO_MASTER_PORT (the
+environment's, else another free port). KOLO_JOB_ID, kolo's rendezvous token, is a fresh one
+unless the environment sets it, so a rank of another job on the same port is refused instead
+of joined.
 
 Each rank's output comes through as it comes, every line prefixed with "[rank R] ". The exit
 status is the first non-zero one of a rank, after the others had --grace seconds to report the
@@ -42,6 +45,8 @@ def rank_environments(np_, environ):
     base.setdefault("MASTER_ADDR", "127.0.0.1")
     if not base.get("MASTER_PORT"):
         base["MASTER_PORT"] = str(free_port())
+    while not base.get("KOLO_MASTER_PORT") or base["KOLO_MASTER_PORT"] == base["MASTER_PORT"]:
+        base["KOLO_MASTER_PORT"] = str(free_port())
     if not base.get("KOLO_JOB_ID"):
         base["KOLO_JOB_ID"] = "kolo-local-" + uuid.uuid4().hex[:12]
     base.update(WORLD_SIZE=str(np_), LOCAL_WORLD_SIZE=str(np_), GROUP_RANK="0")
