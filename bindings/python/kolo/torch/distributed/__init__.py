@@ -118,6 +118,9 @@ def _agree_on_rendezvous(store, rank):
     os.environ["MASTER_ADDR"] = addr
     os.environ["KOLO_MASTER_PORT"] = port
     os.environ["KOLO_JOB_ID"] = token
+    # kolo's start without MPI needs MASTER_PORT set (it serves on KOLO_MASTER_PORT); with
+    # init_method="tcp://..." torch never set it.
+    os.environ.setdefault("MASTER_PORT", port)
 
 
 def _start_kolo(store, rank, world_size):

@@ -12,6 +12,9 @@ waiting for its oldest operation. That is what kolo's deadlock check needs, and 
 wrong: when ranks issue the same collectives in the same order, the oldest pending operation of
 the rank that issued fewest has been issued by every rank, so not every rank waits for an
 operation a peer lacks unless their sequences truly differ.
+
+A failed Work raises its error from wait() (DistBackendError, RuntimeError on torch 1.13) and
+from its Future's value(), as a RuntimeError that carries the same message.
 """
 
 import datetime
@@ -43,7 +46,13 @@ class KoloWork(dist._Work):
         self._done = threading.Event()
         self._error = None
         self._result = None
-        self._future = torch.futures.Future()
+        # torch's Future.set_exception, from Python, completes the Future with the exception
+        # object as its value and raises it only when Python unwraps it: C++ (DDP's reducer)
+        # would take that object for the result (torch 1.13 then crashes reading a tensor from
+        # it). An exception raised in a then() callback is set as a C++ error instead, which
+        # value() rethrows wherever it is read. So the Future given out is a continuation.
+        self._base = torch.futures.Future()
+        self._future = self._base.then(self._unwrap)
 
     # ---- run by the completer thread --------------------------------------------------------
 
@@ -63,11 +72,13 @@ class KoloWork(dist._Work):
         self._handles = self._keep = self._finish = None
         if error is not None:
             self._error = backend_error("kolo %s failed: %s" % (self._what, error))
-            self._done.set()
-            self._future.set_exception(self._error)
-        else:
-            self._done.set()
-            self._future.set_result(self._result)
+        self._done.set()
+        self._base.set_result(self._result)
+
+    def _unwrap(self, base):
+        if self._error is not None:
+            raise self._error
+        return base.value()
 
     # ---- torch's Work interface --------------------------------------------------------------
 
