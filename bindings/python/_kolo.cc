@@ -540,6 +540,23 @@ PYBIND11_MODULE(_kolo, m) {
       py::arg("process_set"));
   m.def("process_set_rank", &kolo_process_set_rank, py::arg("process_set"));
   m.def("process_set_size", &kolo_process_set_size, py::arg("process_set"));
+  // kolo_negotiation_stats as a dict of its fields (for benchmarks: cache hits per step, time
+  // spent negotiating).
+  m.def("negotiation_stats", [] {
+    kolo_negotiation_stats_t s{};
+    Check(kolo_negotiation_stats(&s));
+    py::dict d;
+    d["cycles"] = s.cycles;
+    d["slow_cycles"] = s.slow_cycles;
+    d["cache_hits"] = s.cache_hits;
+    d["cache_misses"] = s.cache_misses;
+    d["cache_invalidations"] = s.cache_invalidations;
+    d["negotiate_ns"] = s.negotiate_ns;
+    d["exchange_ns"] = s.exchange_ns;
+    d["fusion_threshold"] = s.fusion_threshold;
+    d["cycle_time_ms"] = s.cycle_time_ms;
+    return d;
+  });
   m.def(
       "process_set_ranks",
       [](int process_set) {

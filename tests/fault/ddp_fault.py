@@ -8,6 +8,8 @@ Modes (the last rank's fault):
   skipped-backward  it skips loss.backward() (and so DDP's bucket all-reduces) once
   kill              it SIGKILLs itself in the middle of a backward, after some of DDP's bucket
                     all-reduces were submitted
+  wrong-rank        every rank passes init_process_group a rank other than its launcher's
+                    (the next one): the backend refuses it on every rank
 
 Each rank prints, once, "FAULT-RESULT rank R: <exception type>: <message>" for the error that
 ended its training (or "ok: " if none did), then "FAULT-TOOK rank R: <s>": the seconds from the
@@ -31,6 +33,18 @@ STEPS = 6
 
 def main():
     mode = sys.argv[1]
+    if mode == "wrong-rank":
+        size = int(os.environ["WORLD_SIZE"])
+        rank = int(os.environ["RANK"])
+        started = time.monotonic()
+        try:
+            dist.init_process_group("kolo", rank=(rank + 1) % size, world_size=size)
+            verdict = "ok: "
+        except Exception as e:  # noqa: BLE001 - the verdict is what the driver checks
+            verdict = "%s: %s" % (type(e).__name__, " ".join(str(e).split()))
+        print("FAULT-RESULT rank %d: %s\nFAULT-TOOK rank %d: %.2f"
+              % (rank, verdict, rank, time.monotonic() - started), flush=True)
+        os._exit(0)
     dist.init_process_group("kolo")
     rank, last = dist.get_rank(), dist.get_world_size() - 1
     torch.manual_seed(0)

@@ -10,6 +10,7 @@ Expected, per mode (see ddp_fault.py):
                                  operation that cannot complete", naming each rank's operation
                                  (shape-drift: both shapes, f32[3] and f32[4])
   kill                           every survivor: the killed rank named as gone
+  wrong-rank                     every rank: the refusal, naming torch's rank and kolo's
 """
 import os
 import re
@@ -48,6 +49,9 @@ def main():
                 wanted += ["f32[3]", "f32[4]"]
         elif mode == "kill":
             wanted = ["rank %d" % last, "gone"]
+        elif mode == "wrong-rank":
+            wanted = ["torch.distributed says rank %d of %d, but kolo runs as rank %d of %d"
+                      % ((r + 1) % np_, np_, r, np_)]
         else:
             fail("unknown mode " + mode)
         missing = [w for w in wanted if w not in message]

@@ -126,17 +126,29 @@ def _agree_on_rendezvous(store, rank):
 def _start_kolo(store, rank, world_size):
     import kolo.torch as hvd  # noqa: PLC0415 - kolo.torch imports torch.distributed's users
     if not _k.is_initialized():
-        if _mpi_launcher() is None:
+        launched = (os.environ.get("RANK"), os.environ.get("WORLD_SIZE"))
+        if _mpi_launcher() is None and None in launched:
+            # No launcher's ranks (init_method="tcp://..." or "file://..." with explicit
+            # ranks): kolo takes torch's.
             os.environ["RANK"] = str(rank)
             os.environ["WORLD_SIZE"] = str(world_size)
+        elif launched != (str(rank), str(world_size)):
+            # The launcher's ranks are kolo's; refused below, on every rank, without starting
+            # kolo on ranks that do not match (torch's store has already met every rank).
+            raise _rank_mismatch(rank, world_size, launched)
+        if _mpi_launcher() is None:
             _agree_on_rendezvous(store, rank)
         hvd.init()
     if _k.rank() != rank or _k.size() != world_size:
-        raise ValueError(
-            "kolo backend: torch.distributed says rank %d of %d, but kolo runs as rank %d of %d "
-            "(from %s): pass no rank/world_size to init_process_group, or the launcher's"
-            % (rank, world_size, _k.rank(), _k.size(),
-               "the MPI launcher" if _mpi_launcher() else "RANK/WORLD_SIZE"))
+        raise _rank_mismatch(rank, world_size, (str(_k.rank()), str(_k.size())))
+
+
+def _rank_mismatch(rank, world_size, launched):
+    return ValueError(
+        "kolo backend: torch.distributed says rank %d of %d, but kolo runs as rank %s of %s "
+        "(from %s): pass no rank/world_size to init_process_group, or the launcher's"
+        % (rank, world_size, launched[0], launched[1],
+           "the MPI launcher" if _mpi_launcher() else "RANK/WORLD_SIZE"))
 
 
 def _create(store, rank, world_size, timeout, *unused):
