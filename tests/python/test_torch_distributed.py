@@ -240,3 +240,48 @@ def test_ddp_on_kolo_matches_ddp_on_gloo():
     assert kolo_losses == pytest.approx(gloo_losses, rel=1e-5, abs=1e-6)
     for a, b in zip(kolo_params, gloo_params):
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _fully_shard():
+    # torch 1.13's torch.distributed.fsdp fails to import on Python 3.11: ask the version first.
+    if tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 6):
+        return None
+    from torch.distributed.fsdp import fully_shard
+    return fully_shard
+
+
+@pytest.mark.skipif(_fully_shard() is None,
+                    reason="FSDP2 (torch.distributed.fsdp.fully_shard) needs torch >= 2.6; "
+                           "this is torch %s" % torch.__version__)
+def test_fsdp2_fully_shard_on_kolo_matches_gloo():
+    from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+    fully_shard = _fully_shard()
+
+    def train(mesh):
+        torch.manual_seed(0)
+        layers = [torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+                  for _ in range(2)]
+        model = torch.nn.Sequential(*layers, torch.nn.Linear(32, 8))
+        for layer in layers:
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        g = torch.Generator().manual_seed(hvd.rank())
+        losses = []
+        for _ in range(4):
+            x = torch.randn(4, 6, 32, generator=g)
+            y = torch.randint(0, 8, (4,), generator=g)
+            loss = torch.nn.functional.cross_entropy(model(x).mean(1), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        full = [p.full_tensor().detach().clone() for p in model.parameters()]
+        return losses, full
+
+    gloo = dist.new_group(backend="gloo")
+    kolo_losses, kolo_params = train(init_device_mesh("cpu", (hvd.size(),)))
+    gloo_losses, gloo_params = train(DeviceMesh.from_group(gloo, "cpu"))
+    assert kolo_losses == pytest.approx(gloo_losses, rel=1e-5, abs=1e-6)
+    for a, b in zip(kolo_params, gloo_params):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)

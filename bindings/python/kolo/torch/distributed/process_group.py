@@ -78,6 +78,21 @@ class ProcessGroupKolo(dist.ProcessGroup):
     def name(self):
         return "kolo"
 
+    # torch >= 2 names each group after making it (setGroupName); ProcessGroup keeps the name
+    # in its C++ backends, which a Python group has none of, so the group keeps it here
+    # (DeviceMesh, and so FSDP2, look groups up by name).
+    def setGroupName(self, name):
+        self._group_name = name
+
+    def getGroupName(self):
+        return getattr(self, "_group_name", "")
+
+    def setGroupDesc(self, desc):
+        self._group_desc = desc
+
+    def getGroupDesc(self):
+        return getattr(self, "_group_desc", "")
+
     def __repr__(self):
         return "ProcessGroupKolo(%s, rank %d)" % (self._desc, self.rank())
 
@@ -296,6 +311,14 @@ class ProcessGroupKolo(dist.ProcessGroup):
         raise self._no_p2p("recv")
 
     # ---- helpers ------------------------------------------------------------------------------
+
+    # torch >= 2.15 calls the tensor forms by new names (the trampoline falls back to the old
+    # ones only for all_to_all_single and the coalesced forms).
+    all_gather_single = _allgather_base
+    reduce_scatter_single = _reduce_scatter_base
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+    all_to_all_single = alltoall_base
 
     def _no_p2p(self, what):
         return backend_error(
