@@ -5,7 +5,8 @@
 # from PyPI, makes kolo's sdist (`python -m build --sdist`) and installs it, so the sdist is
 # checked too; then, launched with kolorun, the pytest suite of kolo.torch at 2 and 3 ranks (and
 # its Adasum files at 4), the main job and kolo-bench, and kolo-topo; the main job again under
-# this torch's torchrun at 2 and 3 ranks (no MPI); last, `pip uninstall kolo`
+# this torch's torchrun at 2 and 3 ranks (no MPI), and the DDP example on the backend "kolo"
+# (checked against gloo) the same way; the CNN's DDP check; last, `pip uninstall kolo`
 # must leave nothing behind. It ends with the versions, for docs/compatibility.md. Non-zero on
 # any failure.
 #
@@ -46,7 +47,12 @@ kolo_run kolorun -np 2 python "${KOLO_ROOT}/examples/train_digits.py"
 # Without MPI, as torchrun starts it (this torch's torchrun; Debian's fails on Python 3.11).
 for np in 2 3; do
   kolo_run torchrun --standalone --nproc_per_node "${np}" "${KOLO_ROOT}/examples/train_digits.py"
+  # DDP on the torch.distributed backend "kolo", checked against DDP over gloo.
+  kolo_run torchrun --standalone --nproc_per_node "${np}" "${KOLO_ROOT}/examples/ddp_digits.py" \
+    --compare gloo
 done
+# The CNN of bench/torch_step.py under DDP on kolo against gloo (losses), and its step times.
+kolo_run kolorun -np 2 python "${KOLO_ROOT}/bench/ddp_step.py" --check --blocks 1 --steps 2
 # The other console scripts: the wheel's executables, through their entry points.
 kolo_run kolorun -np 2 kolo-bench -b 8 -e 64K -f 8 -n 3 -w 1
 kolo_run kolo-topo >/dev/null
