@@ -17,9 +17,11 @@ A failed Work raises its error from wait() (DistBackendError, RuntimeError on to
 from its Future's value(), as a RuntimeError that carries the same message.
 """
 
+import atexit
 import datetime
 import queue
 import threading
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -72,8 +74,11 @@ class KoloWork(dist._Work):
         self._handles = self._keep = self._finish = None
         if error is not None:
             self._error = backend_error("kolo %s failed: %s" % (self._what, error))
-        self._done.set()
+        # The Future first: once wait() returns, the program may exit, and this thread must not
+        # be inside torch's C++ (set_result, the continuation) when the interpreter finalises
+        # (a daemon thread that then takes the GIL unwinds through C++ and aborts the process).
         self._base.set_result(self._result)
+        self._done.set()
 
     def _unwrap(self, base):
         if self._error is not None:
@@ -121,13 +126,34 @@ def completed_work(what, result):
     return work
 
 
+_completers = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_completers():
+    """At exit, before the interpreter finalises: each completer finishes the Works it holds
+    (kolo's shutdown fails those that cannot complete) and ends, so none is inside kolo's or
+    torch's C++ code when daemon threads are stopped (that aborts the process). Bounded: a
+    completer still waiting after JOIN_S is left to the interpreter."""
+    for completer in list(_completers):
+        completer.close()
+    for completer in list(_completers):
+        completer.join(Completer.JOIN_S)
+
+
 class Completer(object):
     """One process group's completer thread (see the module's text)."""
+
+    JOIN_S = 5.0
 
     def __init__(self, name):
         self._queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
+        _completers.add(self)
+
+    def join(self, timeout):
+        self._thread.join(timeout)
 
     def add(self, work):
         self._queue.put(work)
