@@ -36,7 +36,8 @@ class UcxBatch : public P2PBatch {
       // ucp_tag_recv_request_test like any other (UCX 1.13 left recv_info unset on immediate
       // completion here, measured).
       param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-      req = ucp_tag_recv_nbx(world.worker(), op.buffer, op.bytes, Tag(op), ~ucp_tag_t{0}, &param);
+      req = ucp_tag_recv_nbx(world.worker(), op.buffer, op.bytes, ReceiveTag(op), ~ucp_tag_t{0},
+                             &param);
     } else {
       req = ucp_tag_send_nbx(world.endpoint(comm_->world_ranks_[op.peer]), op.buffer, op.bytes,
                              comm_->Tag(comm_->rank_, op.tag, op.control), &param);
@@ -150,7 +151,8 @@ class UcxBatch : public P2PBatch {
     return param;
   }
 
-  uint64_t Tag(const UcxCommunicator::Op& op) const {
+  // The tag a receive of `op` matches: the message its peer sent with op's tag.
+  uint64_t ReceiveTag(const UcxCommunicator::Op& op) const {
     return comm_->Tag(op.peer, op.tag, op.control);
   }
 
@@ -160,7 +162,7 @@ class UcxBatch : public P2PBatch {
     UcxWorld& world = comm_->world();
     ucp_tag_recv_info_t info{};
     ucp_tag_message_h message =
-        ucp_tag_probe_nb(world.worker(), Tag(p.op), ~ucp_tag_t{0}, /*remove=*/1, &info);
+        ucp_tag_probe_nb(world.worker(), ReceiveTag(p.op), ~ucp_tag_t{0}, /*remove=*/1, &info);
     if (message == nullptr) return Status::OK();
     p.op.sized->resize(info.length);
     p.op.buffer = p.op.sized->data();
