@@ -158,6 +158,19 @@ void Runtime::BackgroundLoop() {
   // makes no progress (a peer far behind, or stalled) up to the cycle time.
   constexpr auto kCatchUp = std::chrono::microseconds(20);
   Clock::duration catch_up{0};
+  // Idle back-off: a cycle costs CPU even when there is nothing to negotiate (the exchange with
+  // the peers and its polls), and on a machine with as many ranks as cores that is the
+  // application's: an idle runtime at a 1 ms cycle made a CNN's compute ~16% slower on 2 cores
+  // (docs/benchmarks.md, "DDP on kolo"). So while this runtime has nothing in flight and the
+  // last cycles agreed nothing, each wait doubles, from the cycle time up to kIdleMax. A
+  // submission still ends the wait at once (KOLO_WAKE_ON_SUBMIT), so the first operation after
+  // a pause is not delayed on the rank that submits it; a peer waits for this rank in the
+  // exchange only until this rank submits too, as it does now. Without wake-on-submit (Horovod's
+  // fixed cycle) and under autotune (which times cycles), the cycle stays fixed.
+  constexpr auto kIdleMax = std::chrono::milliseconds(20);
+  constexpr int kIdleAfter = 2;  // idle cycles before the first longer wait
+  const bool back_off = config_.wake_on_submit && !config_.autotune;
+  int idle_cycles = 0;
   auto cycle_start = Clock::now();
   while (true) {
     // The configured cycle time, or the autotuner's.
@@ -170,7 +183,13 @@ void Runtime::BackgroundLoop() {
       auto arrived = [&] { return shutdown_requested_ || work_arrived_; };
       // While catching up, a sleep (its timer slack adds ~50 us) rather than a spin: the
       // peers' submitting threads may need this core.
-      wake_.wait_until(lock, cycle_start + (catch_up.count() > 0 ? catch_up : cycle), arrived);
+      Clock::duration wait = catch_up.count() > 0 ? catch_up : cycle;
+      if (back_off && idle_cycles > kIdleAfter) {
+        const int doublings = std::min(idle_cycles - kIdleAfter, 8);
+        wait = std::max<Clock::duration>(
+            cycle, std::min<Clock::duration>(cycle * (1 << doublings), kIdleMax));
+      }
+      wake_.wait_until(lock, cycle_start + wait, arrived);
       // Woken by a submission: let a burst (one thread submitting a model's gradients, ~1 us
       // apart) finish first, so it is negotiated and fused as one rather than in fragments.
       // A timed wait would sleep far longer than the gaps (timer slack ~50 us), so this spins
@@ -228,6 +247,9 @@ void Runtime::BackgroundLoop() {
     } else {
       catch_up = Clock::duration(0);
     }
+    const bool idle = mine_.empty() && result->responses.empty() &&
+                      !controller_.has_waiting_hits() && queue_.in_flight() == 0;
+    idle_cycles = idle ? idle_cycles + 1 : 0;
     timeline_.Negotiated(result->responses);
     for (const Response& response : result->responses) {
       timeline_.ExecutionStarted(response);

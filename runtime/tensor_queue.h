@@ -86,6 +86,12 @@ class TensorQueue {
   // Refuses later Adds with `reason` and returns every entry still in the table.
   std::vector<TensorEntry> Close(const std::string& reason);
 
+  // Submissions in flight (added and not yet released): 0 when nothing of this rank's waits.
+  size_t in_flight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_flight_;
+  }
+
   // Names kept interned while not in flight before a sweep may drop them (for tests).
   static constexpr size_t kMaxIdleNames = 4096;
   size_t interned() {
