@@ -88,8 +88,11 @@ stage_address() {
   # suppressions see Open MPI's frames in Open MPI's leaks and nothing else is suppressed.
   # Every mpi.*.np2 test but the one with 2 GiB buffers per rank, and the algorithm suite over
   # UCX (the algorithms run over MPI here, and the UCX communicator's own suite, mpi.ucx.np2).
+  # The algorithm suite takes one dtype per element size with Sum (KOLO_ALGO_TEST_CASES=bytes,
+  # tests/mpi/algorithms_main.cc): the kernels' dtype x op matrix ran in the unit tests above.
   kolo_log "address: MPI suites at 2 ranks"
   kolo_run env ASAN_OPTIONS="fast_unwind_on_malloc=0:${ASAN_RUNTIME_OPTIONS}" \
+    KOLO_ALGO_TEST_CASES=bytes \
     UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=${SAN_DIR}/lsan_openmpi.supp" \
     ctest --test-dir "${dir}" --output-on-failure --no-tests=error --timeout 300 \

@@ -15,6 +15,9 @@
 // the transport sees is bytes, so over UCX the cases take one dtype of each element size (1, 2,
 // 4 and 8 bytes) with Sum, every count and both placements: the dtype x op matrix is the
 // reduction kernels', which the MPI run covers, and the whole matrix took 29 s over UCX.
+// KOLO_ALGO_TEST_CASES=bytes selects the same cases over MPI: the sanitizer stage runs them so
+// (scripts/sanitize.sh), where the kernels' matrix runs in the unit tests' thread worlds and the
+// whole one took 46 s under ASan.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -156,6 +159,8 @@ int main(int argc, char** argv) {
   kolo::testing::StartGtestUnderMpi(&argc, &argv, &rank, &size);
   bool ucx = false;
   for (int i = 1; i < argc; ++i) ucx = ucx || std::string(argv[i]) == "--transport=ucx";
+  const char* cases = std::getenv("KOLO_ALGO_TEST_CASES");
+  kolo::testing::g_transport_cases = cases != nullptr && std::string(cases) == "bytes";
   int failed = 0;
   if (ucx) {
 #if KOLO_WITH_UCX
