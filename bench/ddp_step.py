@@ -22,33 +22,18 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import kolo.torch.distributed  # noqa: F401 - registers the backend "kolo"
 from kolo import _kolo
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_step import SmallResNet  # noqa: E402 - after the path
+from torch_step import SmallResNet, time_steps  # noqa: E402 - after the path
 
 LOSS_RTOL = 1e-5
-
-
-def steps(model, opt, data, target, count):
-    """Runs `count` steps; returns the mean seconds per step and the losses."""
-    losses = []
-    start = time.perf_counter()
-    for _ in range(count):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(data), target)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return (time.perf_counter() - start) / count, losses
 
 
 def replica(base, group):
@@ -63,7 +48,8 @@ def check(args, base, gloo, data, target):
     losses = {}
     for name, group in (("kolo", None), ("gloo", gloo)):
         ddp, opt = replica(base, group)
-        _, losses[name] = steps(ddp, opt, data, target, args.check_steps)
+        losses[name] = []
+        time_steps(ddp, opt, data, target, args.check_steps, losses[name])
         flat = torch.cat([p.detach().reshape(-1) for p in ddp.parameters()])
         gathered = [torch.zeros_like(flat) for _ in range(dist.get_world_size())]
         dist.all_gather(gathered, flat, group=gloo)
@@ -115,17 +101,17 @@ def main():
     plain.load_state_dict(base.state_dict())
     paths["none"] = (plain, torch.optim.SGD(plain.parameters(), lr=0.01, momentum=0.9))
     for ddp, opt in paths.values():
-        steps(ddp, opt, data, target, args.warmup)
+        time_steps(ddp, opt, data, target, args.warmup)
     times = {"kolo": [], "gloo": [], "none": []}
     for block in range(args.blocks):
         order = ["kolo", "gloo", "none"] if block % 2 == 0 else ["none", "gloo", "kolo"]
         for name in order:
-            t, _ = steps(*paths[name], data, target, args.steps)
+            t = time_steps(*paths[name], data, target, args.steps)
             times[name].append(t)
     # kolo's negotiation over one more block of kolo alone (its idle cycles during the gloo
     # blocks would count otherwise).
     before = _kolo.negotiation_stats()
-    steps(*paths["kolo"], data, target, args.steps)
+    time_steps(*paths["kolo"], data, target, args.steps)
     after = _kolo.negotiation_stats()
     if rank == 0:
         k, g = statistics.median(times["kolo"]), statistics.median(times["gloo"])

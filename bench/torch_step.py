@@ -65,14 +65,17 @@ class SmallResNet(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
-def time_steps(model, optimizer, data, target, steps):
-    """Mean seconds per step over `steps` steps (all ranks in step: each step communicates)."""
+def time_steps(model, optimizer, data, target, steps, losses=None):
+    """Mean seconds per step over `steps` steps (all ranks in step: each step communicates).
+    `losses`, when a list, gets each step's loss."""
     start = time.perf_counter()
     for _ in range(steps):
         optimizer.zero_grad()
         loss = F.cross_entropy(model(data), target)
         loss.backward()
         optimizer.step()
+        if losses is not None:
+            losses.append(loss.item())
     return (time.perf_counter() - start) / steps
 
 

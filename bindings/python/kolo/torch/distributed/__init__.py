@@ -44,6 +44,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as _c10d
 
 from kolo import _kolo as _k
+from kolo.local_launch import free_port
 from kolo.torch.distributed.process_group import ProcessGroupKolo
 
 __all__ = ["ProcessGroupKolo"]
@@ -67,12 +68,6 @@ def _mpi_launcher():
         if names[0] in os.environ and names[1] in os.environ:
             return names
     return None
-
-
-def _free_port(host):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _host_address():
@@ -100,7 +95,7 @@ def _fill_env_under_mpi():
     if hvd.rank() == 0:
         addr = os.environ.get("MASTER_ADDR") or (
             "127.0.0.1" if hvd.local_size() == hvd.size() else _host_address())
-        mine = (addr, os.environ.get("MASTER_PORT") or str(_free_port(addr)))
+        mine = (addr, os.environ.get("MASTER_PORT") or str(free_port(addr)))
     addr, port = broadcast_object(mine, root_rank=0, name="kolo.torch.distributed.master")
     os.environ.setdefault("MASTER_ADDR", addr)
     os.environ.setdefault("MASTER_PORT", port)
@@ -110,7 +105,7 @@ def _agree_on_rendezvous(store, rank):
     """kolo's TCP rendezvous address, port and job token, from rank 0 through torch's store."""
     if rank == 0:
         addr = os.environ.get("MASTER_ADDR") or _host_address()
-        port = os.environ.get("KOLO_MASTER_PORT") or str(_free_port(addr))
+        port = os.environ.get("KOLO_MASTER_PORT") or str(free_port(addr))
         token = os.environ.get("KOLO_JOB_ID") or "torch-" + uuid.uuid4().hex[:12]
         store.set(_STORE_PREFIX + "rendezvous", "%s %s %s" % (addr, port, token))
     value = store.get(_STORE_PREFIX + "rendezvous")
