@@ -6,7 +6,8 @@
 # checked too; then, launched with kolorun, the pytest suite of kolo.torch at 2 and 3 ranks (and
 # its Adasum files at 4), the main job and kolo-bench, and kolo-topo; the main job again under
 # this torch's torchrun at 2 and 3 ranks (no MPI), and the DDP example on the backend "kolo"
-# (checked against gloo) the same way; the CNN's DDP check; last, `pip uninstall kolo`
+# (checked against gloo) the same way, and a group of backend "kolo" made with no import of kolo
+# (torch's entry point); the CNN's DDP check; last, `pip uninstall kolo`
 # must leave nothing behind. It ends with the versions, for docs/compatibility.md. Non-zero on
 # any failure.
 #
@@ -50,6 +51,9 @@ for np in 2 3; do
   # DDP on the torch.distributed backend "kolo", checked against DDP over gloo.
   kolo_run torchrun --standalone --nproc_per_node "${np}" "${KOLO_ROOT}/examples/ddp_digits.py" \
     --compare gloo
+  # The backend found through kolo's entry point, with no import of kolo (torch >= 2.14).
+  kolo_run torchrun --standalone --nproc_per_node "${np}" \
+    "${KOLO_ROOT}/tests/launch/torch_entry_point.py"
 done
 # The CNN of bench/torch_step.py under DDP on kolo against gloo (losses), and its step times.
 kolo_run kolorun -np 2 python "${KOLO_ROOT}/bench/ddp_step.py" --check --blocks 1 --steps 2

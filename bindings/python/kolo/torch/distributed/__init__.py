@@ -47,7 +47,7 @@ from kolo import _kolo as _k
 from kolo.local_launch import free_port
 from kolo.torch.distributed.process_group import ProcessGroupKolo
 
-__all__ = ["ProcessGroupKolo"]
+__all__ = ["ProcessGroupKolo", "register"]
 
 BACKEND = "kolo"
 # The variables of an MPI launcher's ranks: (rank, size, local rank, local size).
@@ -217,7 +217,10 @@ def _install_new_group():
             module.new_group = new_group
 
 
-def _register():
+def register():
+    """Registers the backend "kolo" with torch.distributed (done when this module is imported;
+    again is harmless). torch >= 2.14 calls it through kolo's entry point in the group
+    ``torch.distributed.backends`` when a group of backend "kolo" is made."""
     try:
         dist.Backend.register_backend(BACKEND, _create, devices=["cpu", "cuda"])
     except TypeError:  # torch < 2.0: no devices argument
@@ -227,5 +230,5 @@ def _register():
     _install_new_group()
 
 
-_register()
+register()
 _fill_env_under_mpi()
