@@ -10,9 +10,10 @@ broadcasts every forward). The default group is "kolo"; the gloo group has the s
 (``dist.new_group(backend="gloo")``). A step is forward + backward (DDP's bucket all-reduces)
 + SGD step; the two are timed in alternating blocks (A B A B ...), each starting from the same
 weights, and rank 0 prints the median per-step time of each and the ratio kolo / gloo (lower is
-better for kolo), then kolo's negotiation per step over the timed blocks: collectives, response
-cache hits and misses, and the background thread's negotiation time per collective (over one
-more block of kolo alone).
+better for kolo), beside two references timed in the same blocks: the steps without DDP (the
+floor) and DDP with a hook that communicates nothing (DDP's own cost). Then kolo's negotiation
+per step: collectives, response cache hits and misses, and the background thread's negotiation
+time per collective (over one more block of kolo alone).
 
 ``--check`` first trains ``--check-steps`` steps on each group from the same weights on the same
 batches and fails (exit 1 on every rank) unless the losses agree to a relative 1e-5 (float32:
@@ -36,11 +37,19 @@ from torch_step import SmallResNet, time_steps  # noqa: E402 - after the path
 LOSS_RTOL = 1e-5
 
 
-def replica(base, group):
+def replica(base, group, broadcast_buffers=True):
     model = SmallResNet(base.depth)
     model.load_state_dict(base.state_dict())
-    ddp = DDP(model, process_group=group)
+    ddp = DDP(model, process_group=group, broadcast_buffers=broadcast_buffers)
     return ddp, torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+
+
+def no_communication_hook(state, bucket):
+    """A DDP communication hook that leaves each bucket as it is (each rank keeps its own
+    gradients): what DDP costs without any backend."""
+    future = torch.futures.Future()
+    future.set_result(bucket.buffer() if hasattr(bucket, "buffer") else bucket.get_tensor())
+    return future
 
 
 def check(args, base, gloo, data, target):
@@ -100,11 +109,15 @@ def main():
     plain = SmallResNet(args.depth)
     plain.load_state_dict(base.state_dict())
     paths["none"] = (plain, torch.optim.SGD(plain.parameters(), lr=0.01, momentum=0.9))
+    # DDP's own cost: its hooks and bucket copies, with a hook that communicates nothing and
+    # no broadcast of the buffers.
+    paths["ddp"] = replica(base, gloo, broadcast_buffers=False)
+    paths["ddp"][0].register_comm_hook(None, no_communication_hook)
     for ddp, opt in paths.values():
         time_steps(ddp, opt, data, target, args.warmup)
-    times = {"kolo": [], "gloo": [], "none": []}
+    times = {name: [] for name in paths}
     for block in range(args.blocks):
-        order = ["kolo", "gloo", "none"] if block % 2 == 0 else ["none", "gloo", "kolo"]
+        order = list(paths) if block % 2 == 0 else list(reversed(list(paths)))
         for name in order:
             t = time_steps(*paths[name], data, target, args.steps)
             times[name].append(t)
@@ -127,6 +140,8 @@ def main():
         print("ratio kolo / gloo : %6.3f" % (k / g))
         print("no DDP (floor) : %8.2f ms/step (the same steps without communication)"
               % (statistics.median(times["none"]) * 1e3))
+        print("DDP, nothing communicated : %8.2f ms/step (a hook that returns the bucket, "
+              "buffers not broadcast)" % (statistics.median(times["ddp"]) * 1e3))
         total_steps = args.steps
         d = {key: after[key] - before[key] for key in ("cache_hits", "cache_misses",
                                                        "negotiate_ns", "cycles")}
