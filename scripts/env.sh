@@ -31,6 +31,7 @@ KOLO_PACKAGES=(
   pybind11-dev libdlpack-dev python3-venv python3-mpi4py
   python3-dev python3-numpy python3-torch python3-sklearn python3-pytest
   python3-matplotlib
+  iproute2
 )
 
 if [[ "$(id -u)" == 0 ]]; then

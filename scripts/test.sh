@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs to test kolo: set-up (packages, configure, build), then every
 # ctest test: unit tests (two at a time), then the MPI suites at 2, 3 and 4 ranks, the install
-# test and the rest (one at a time); then the
+# test, the tests across nodes made of network namespaces (label multinode; skipped where
+# namespaces cannot be made) and the rest (one at a time); then the
 # sanitizer and fuzz stages of scripts/sanitize.sh (unit tests under ASan+UBSan and the MPI
 # suites at 2 ranks, the thread-world tests under TSan, a 30 s fuzz run of the wire decoders).
 # Each stage prints a line when it starts and one with its time when it ends. Exits non-zero at

@@ -1,15 +1,18 @@
 #include "collectives/mpi/mpi_communicator.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <climits>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "collectives/mpi/mpi_call.h"
 #include "collectives/reduce.h"
@@ -141,6 +144,15 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, size_t max_call_bytes)
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  // Collective, as is making `comm` (every caller makes one on every rank of it).
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
+      node != MPI_COMM_NULL) {
+    int node_size = size_;
+    MPI_Comm_size(node, &node_size);
+    spans_nodes_ = node_size < size_;
+    MPI_Comm_free(&node);
+  }
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -162,7 +174,13 @@ Status MpiCommunicator::Allreduce(const void* send, void* recv, size_t count, Da
     const int n = static_cast<int>(std::min(piece, count - done));
     char* r = static_cast<char*>(recv) + done * esize;
     const void* s = in_place ? MPI_IN_PLACE : static_cast<const char*>(send) + done * esize;
-    KOLO_MPI_CALL(MPI_Allreduce(s, r, n, type, mpi_op, comm_));
+    if (!spans_nodes_) {
+      KOLO_MPI_CALL(MPI_Allreduce(s, r, n, type, mpi_op, comm_));
+      continue;
+    }
+    MPI_Request req;
+    KOLO_MPI_CALL(MPI_Iallreduce(s, r, n, type, mpi_op, comm_, &req));
+    KOLO_RETURN_IF_ERROR(WaitData(&req, "MPI_Iallreduce"));
   }
   return Status::OK();
 }
@@ -189,9 +207,15 @@ Status MpiCommunicator::Allgatherv(const void* send, size_t send_bytes, void* re
       off += recv_bytes[r];
     }
     // Our own block is copied by MPI from `send`, so recv never needs to alias it.
-    KOLO_MPI_CALL(MPI_Allgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, recv,
-                                 counts.data(), displs.data(), MPI_BYTE, comm_));
-    return Status::OK();
+    if (!spans_nodes_) {
+      KOLO_MPI_CALL(MPI_Allgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, recv,
+                                   counts.data(), displs.data(), MPI_BYTE, comm_));
+      return Status::OK();
+    }
+    MPI_Request req;
+    KOLO_MPI_CALL(MPI_Iallgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, recv, counts.data(),
+                                  displs.data(), MPI_BYTE, comm_, &req));
+    return WaitData(&req, "MPI_Iallgatherv");
   }
   // Beyond int counts: each rank's block is broadcast from its owner, in pieces.
   size_t off = 0;
@@ -225,8 +249,13 @@ Status MpiCommunicator::ReduceScatter(const void* send, void* recv,
     // Every count fits an int, and so does every displacement MPI computes internally.
     std::vector<int> n(size_);
     for (int r = 0; r < size_; ++r) n[r] = static_cast<int>(counts[r]);
-    KOLO_MPI_CALL(MPI_Reduce_scatter(send, recv, n.data(), type, mpi_op, comm_));
-    return Status::OK();
+    if (!spans_nodes_) {
+      KOLO_MPI_CALL(MPI_Reduce_scatter(send, recv, n.data(), type, mpi_op, comm_));
+      return Status::OK();
+    }
+    MPI_Request req;
+    KOLO_MPI_CALL(MPI_Ireduce_scatter(send, recv, n.data(), type, mpi_op, comm_, &req));
+    return WaitData(&req, "MPI_Ireduce_scatter");
   }
   // Beyond int counts: an all-reduce of the whole buffer (cut into pieces by Allreduce) into a
   // scratch buffer, of which this rank keeps its block. Twice the bytes on the wire of a real
@@ -265,9 +294,15 @@ Status MpiCommunicator::Alltoallv(const void* send, const std::vector<size_t>& s
       rc[r] = static_cast<int>(recv_bytes[r]);
       rd[r] = static_cast<int>(recv_off[r]);
     }
-    KOLO_MPI_CALL(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(),
-                                rd.data(), MPI_BYTE, comm_));
-    return Status::OK();
+    if (!spans_nodes_) {
+      KOLO_MPI_CALL(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(),
+                                  MPI_BYTE, comm_));
+      return Status::OK();
+    }
+    MPI_Request req;
+    KOLO_MPI_CALL(MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(),
+                                 MPI_BYTE, comm_, &req));
+    return WaitData(&req, "MPI_Ialltoallv");
   }
   // Beyond int counts: pairwise exchanges (step s: send to rank+s, receive from rank-s), each
   // cut into INT_MAX-byte pieces by SendRecv.
@@ -295,14 +330,74 @@ Status MpiCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
   const size_t piece = std::max<size_t>(max_call_bytes_, size_t{1} << 26);
   for (size_t done = 0; done < bytes; done += piece) {
     const int n = static_cast<int>(std::min<size_t>(std::min<size_t>(piece, INT_MAX), bytes - done));
-    KOLO_MPI_CALL(MPI_Bcast(static_cast<char*>(buffer) + done, n, MPI_BYTE, root, comm_));
+    if (!spans_nodes_) {
+      KOLO_MPI_CALL(MPI_Bcast(static_cast<char*>(buffer) + done, n, MPI_BYTE, root, comm_));
+      continue;
+    }
+    MPI_Request req;
+    KOLO_MPI_CALL(MPI_Ibcast(static_cast<char*>(buffer) + done, n, MPI_BYTE, root, comm_, &req));
+    KOLO_RETURN_IF_ERROR(WaitData(&req, "MPI_Ibcast"));
   }
   return Status::OK();
 }
 
 Status MpiCommunicator::Barrier() {
-  KOLO_MPI_CALL(MPI_Barrier(comm_));
-  return Status::OK();
+  if (!spans_nodes_) {
+    KOLO_MPI_CALL(MPI_Barrier(comm_));
+    return Status::OK();
+  }
+  MPI_Request req;
+  KOLO_MPI_CALL(MPI_Ibarrier(comm_, &req));
+  return WaitData(&req, "MPI_Ibarrier");
+}
+
+Status MpiCommunicator::WaitData(MPI_Request* request, const char* call) {
+  // A blocking call cannot be left: a peer on another node that stops answering without dying
+  // (its link cut, its host frozen) would hold this thread inside MPI forever, and no launcher
+  // or socket error ends that. Tests in a loop instead, as the point-to-point Wait does
+  // (mpi_p2p.cc): spinning first, as MPI's blocking calls do, since each test is what moves a
+  // non-blocking collective's next step; then yielding the core (ranks may outnumber cores);
+  // once a second after the first, the liveness and progress checks, which name the ranks
+  // this collective waits on.
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto next_check = start + std::chrono::seconds(1);
+  for (uint64_t polls = 0;; ++polls) {
+    int done = 0;
+    KOLO_MPI_CALL(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+    if (done) return Status::OK();
+    if (polls > 64) sched_yield();
+    if ((polls & 1023) != 0) continue;
+    const auto now = Clock::now();
+    if (now < next_check) continue;
+    // The request stays posted: MPI cannot cancel a collective, and the runtime stops using
+    // this communicator after an error.
+    if (liveness_check_) KOLO_RETURN_IF_ERROR(liveness_check_());
+    KOLO_RETURN_IF_ERROR(CheckProgress(start, std::string(call) + " with " + PeersText()));
+    next_check = now + std::chrono::seconds(1);
+  }
+}
+
+std::string MpiCommunicator::PeersText() const {
+  // The other ranks as MPI_COMM_WORLD numbers them (kolo's ranks unless kolo was started on
+  // another communicator): a sub-communicator's own numbers would mean nothing to a reader.
+  MPI_Group mine, world;
+  MPI_Comm_group(comm_, &mine);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  std::vector<int> local(size_), global(size_, MPI_UNDEFINED);
+  for (int r = 0; r < size_; ++r) local[r] = r;
+  MPI_Group_translate_ranks(mine, size_, local.data(), world, global.data());
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
+  std::string out = size_ > 2 ? "world ranks " : "world rank ";
+  bool first = true;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    if (!first) out += ",";
+    out += global[r] == MPI_UNDEFINED ? "?" : std::to_string(global[r]);
+    first = false;
+  }
+  return out;
 }
 
 Status MpiCommunicator::WaitPolled(MPI_Request* request) {
@@ -326,7 +421,8 @@ Status MpiCommunicator::WaitPolled(MPI_Request* request) {
       // every cycle, so a wait here that lasts is a rank that stopped running (the progress
       // check: frozen, or its runtime stopped), not one that is merely busy.
       if (liveness_check_) KOLO_RETURN_IF_ERROR(liveness_check_());
-      KOLO_RETURN_IF_ERROR(CheckProgress(start, "the other ranks of the collective"));
+      KOLO_RETURN_IF_ERROR(
+          CheckProgress(start, "the other ranks of the collective, " + PeersText()));
       next_liveness_check = now + std::chrono::seconds(1);
     }
     std::this_thread::sleep_for(pause);

@@ -12,6 +12,10 @@
  *   kill            the last rank SIGKILLs itself 2 ms into a 16 MiB allreduce
  *   exit            the last rank _exit(0)s mid-job (no kolo_shutdown, no MPI_Finalize)
  *   forever         every rank allreduces until killed (for the Ctrl-C test); prints READY <pid>
+ *   cut             every rank prints READY <pid> and allreduces 1 MiB in a loop while the
+ *                   driver cuts a node's network link (tests/multinode): each rank reports
+ *                   the failure, prints FAULT-DONE and stays until the driver kills the job
+ *                   (neither kolo_shutdown nor MPI_Finalize can finish without the link)
  *   missing-at-start  the last rank never calls kolo_init (it sleeps); kolo_init starts MPI on
  *                   the others and fails after KOLO_START_TIMEOUT naming it. Every rank then
  *                   waits for the driver to kill the job once it has every survivor's result
@@ -76,7 +80,7 @@ static kolo_status_t allreduce(const char* name, float* buf, int64_t count) {
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr,
-            "usage: kolo_fault stall|early-shutdown|kill|exit|forever|freeze|missing-at-start|"
+            "usage: kolo_fault stall|early-shutdown|kill|exit|forever|cut|freeze|missing-at-start|"
             "missing-after-mpi|wrong-port\n");
     return 2;
   }
@@ -205,6 +209,19 @@ int main(int argc, char** argv) {
     /* Stay until the driver has every survivor's outcome and kills the job: a survivor that
      * exits is a lost rank to the others still waiting, and MPI_Finalize would wait for the
      * stopped one. */
+    printf("FAULT-DONE rank %d: %d\n", g_rank, rc);
+    fflush(stdout);
+    for (;;) pause();
+  } else if (strcmp(mode, "cut") == 0) {
+    printf("READY %d\n", (int)getpid());
+    fflush(stdout);
+    rc = 1;
+    for (int i = 0; i < 1000000; ++i) {
+      if (allreduce("cut", buf, 1 << 18) != KOLO_SUCCESS) {
+        rc = 0;
+        break;
+      }
+    }
     printf("FAULT-DONE rank %d: %d\n", g_rank, rc);
     fflush(stdout);
     for (;;) pause();
