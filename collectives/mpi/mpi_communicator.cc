@@ -161,6 +161,24 @@ MpiCommunicator::~MpiCommunicator() {
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
+// A blocking call cannot be left: a peer on another node that stops answering without dying
+// (its link cut, its host frozen) would hold this thread inside MPI forever, and no launcher or
+// socket error ends that. So across nodes the call's non-blocking twin, completed by WaitAll,
+// whose progress check names the ranks it waits on; inside one node the blocking call (the
+// header says why).
+template <typename BlockingCall, typename StartCall>
+Status MpiCommunicator::Collective(const char* blocking_name, BlockingCall blocking,
+                                   const char* start_name, StartCall start) const {
+  if (!spans_nodes_) {
+    const int rc = blocking();
+    return rc == MPI_SUCCESS ? Status::OK() : MpiError(rc, blocking_name);
+  }
+  MPI_Request request;
+  const int rc = start(&request);
+  if (rc != MPI_SUCCESS) return MpiError(rc, start_name);
+  return WaitAll(1, &request, [&] { return std::string(start_name) + " with " + PeersText(); });
+}
+
 Status MpiCommunicator::Allreduce(const void* send, void* recv, size_t count, DataType dtype,
                                   ReduceOp op) {
   MPI_Datatype type;
@@ -174,13 +192,10 @@ Status MpiCommunicator::Allreduce(const void* send, void* recv, size_t count, Da
     const int n = static_cast<int>(std::min(piece, count - done));
     char* r = static_cast<char*>(recv) + done * esize;
     const void* s = in_place ? MPI_IN_PLACE : static_cast<const char*>(send) + done * esize;
-    if (!spans_nodes_) {
-      KOLO_MPI_CALL(MPI_Allreduce(s, r, n, type, mpi_op, comm_));
-      continue;
-    }
-    MPI_Request req;
-    KOLO_MPI_CALL(MPI_Iallreduce(s, r, n, type, mpi_op, comm_, &req));
-    KOLO_RETURN_IF_ERROR(WaitData(&req, "MPI_Iallreduce"));
+    KOLO_RETURN_IF_ERROR(Collective(
+        "MPI_Allreduce", [&] { return MPI_Allreduce(s, r, n, type, mpi_op, comm_); },
+        "MPI_Iallreduce",
+        [&](MPI_Request* req) { return MPI_Iallreduce(s, r, n, type, mpi_op, comm_, req); }));
   }
   return Status::OK();
 }
@@ -207,15 +222,18 @@ Status MpiCommunicator::Allgatherv(const void* send, size_t send_bytes, void* re
       off += recv_bytes[r];
     }
     // Our own block is copied by MPI from `send`, so recv never needs to alias it.
-    if (!spans_nodes_) {
-      KOLO_MPI_CALL(MPI_Allgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, recv,
-                                   counts.data(), displs.data(), MPI_BYTE, comm_));
-      return Status::OK();
-    }
-    MPI_Request req;
-    KOLO_MPI_CALL(MPI_Iallgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, recv, counts.data(),
-                                  displs.data(), MPI_BYTE, comm_, &req));
-    return WaitData(&req, "MPI_Iallgatherv");
+    const int n = static_cast<int>(send_bytes);
+    return Collective(
+        "MPI_Allgatherv",
+        [&] {
+          return MPI_Allgatherv(send, n, MPI_BYTE, recv, counts.data(), displs.data(), MPI_BYTE,
+                                comm_);
+        },
+        "MPI_Iallgatherv",
+        [&](MPI_Request* req) {
+          return MPI_Iallgatherv(send, n, MPI_BYTE, recv, counts.data(), displs.data(), MPI_BYTE,
+                                 comm_, req);
+        });
   }
   // Beyond int counts: each rank's block is broadcast from its owner, in pieces.
   size_t off = 0;
@@ -249,13 +267,13 @@ Status MpiCommunicator::ReduceScatter(const void* send, void* recv,
     // Every count fits an int, and so does every displacement MPI computes internally.
     std::vector<int> n(size_);
     for (int r = 0; r < size_; ++r) n[r] = static_cast<int>(counts[r]);
-    if (!spans_nodes_) {
-      KOLO_MPI_CALL(MPI_Reduce_scatter(send, recv, n.data(), type, mpi_op, comm_));
-      return Status::OK();
-    }
-    MPI_Request req;
-    KOLO_MPI_CALL(MPI_Ireduce_scatter(send, recv, n.data(), type, mpi_op, comm_, &req));
-    return WaitData(&req, "MPI_Ireduce_scatter");
+    return Collective(
+        "MPI_Reduce_scatter",
+        [&] { return MPI_Reduce_scatter(send, recv, n.data(), type, mpi_op, comm_); },
+        "MPI_Ireduce_scatter",
+        [&](MPI_Request* req) {
+          return MPI_Ireduce_scatter(send, recv, n.data(), type, mpi_op, comm_, req);
+        });
   }
   // Beyond int counts: an all-reduce of the whole buffer (cut into pieces by Allreduce) into a
   // scratch buffer, of which this rank keeps its block. Twice the bytes on the wire of a real
@@ -294,15 +312,17 @@ Status MpiCommunicator::Alltoallv(const void* send, const std::vector<size_t>& s
       rc[r] = static_cast<int>(recv_bytes[r]);
       rd[r] = static_cast<int>(recv_off[r]);
     }
-    if (!spans_nodes_) {
-      KOLO_MPI_CALL(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(),
-                                  MPI_BYTE, comm_));
-      return Status::OK();
-    }
-    MPI_Request req;
-    KOLO_MPI_CALL(MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(),
-                                 MPI_BYTE, comm_, &req));
-    return WaitData(&req, "MPI_Ialltoallv");
+    return Collective(
+        "MPI_Alltoallv",
+        [&] {
+          return MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(),
+                               MPI_BYTE, comm_);
+        },
+        "MPI_Ialltoallv",
+        [&](MPI_Request* req) {
+          return MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(),
+                                MPI_BYTE, comm_, req);
+        });
   }
   // Beyond int counts: pairwise exchanges (step s: send to rank+s, receive from rank-s), each
   // cut into INT_MAX-byte pieces by SendRecv.
@@ -330,50 +350,40 @@ Status MpiCommunicator::Broadcast(void* buffer, size_t bytes, int root) {
   const size_t piece = std::max<size_t>(max_call_bytes_, size_t{1} << 26);
   for (size_t done = 0; done < bytes; done += piece) {
     const int n = static_cast<int>(std::min<size_t>(std::min<size_t>(piece, INT_MAX), bytes - done));
-    if (!spans_nodes_) {
-      KOLO_MPI_CALL(MPI_Bcast(static_cast<char*>(buffer) + done, n, MPI_BYTE, root, comm_));
-      continue;
-    }
-    MPI_Request req;
-    KOLO_MPI_CALL(MPI_Ibcast(static_cast<char*>(buffer) + done, n, MPI_BYTE, root, comm_, &req));
-    KOLO_RETURN_IF_ERROR(WaitData(&req, "MPI_Ibcast"));
+    char* data = static_cast<char*>(buffer) + done;
+    KOLO_RETURN_IF_ERROR(Collective(
+        "MPI_Bcast", [&] { return MPI_Bcast(data, n, MPI_BYTE, root, comm_); }, "MPI_Ibcast",
+        [&](MPI_Request* req) { return MPI_Ibcast(data, n, MPI_BYTE, root, comm_, req); }));
   }
   return Status::OK();
 }
 
 Status MpiCommunicator::Barrier() {
-  if (!spans_nodes_) {
-    KOLO_MPI_CALL(MPI_Barrier(comm_));
-    return Status::OK();
-  }
-  MPI_Request req;
-  KOLO_MPI_CALL(MPI_Ibarrier(comm_, &req));
-  return WaitData(&req, "MPI_Ibarrier");
+  return Collective(
+      "MPI_Barrier", [&] { return MPI_Barrier(comm_); }, "MPI_Ibarrier",
+      [&](MPI_Request* req) { return MPI_Ibarrier(comm_, req); });
 }
 
-Status MpiCommunicator::WaitData(MPI_Request* request, const char* call) {
-  // A blocking call cannot be left: a peer on another node that stops answering without dying
-  // (its link cut, its host frozen) would hold this thread inside MPI forever, and no launcher
-  // or socket error ends that. Tests in a loop instead, as the point-to-point Wait does
-  // (mpi_p2p.cc): spinning first, as MPI's blocking calls do, since each test is what moves a
-  // non-blocking collective's next step; then yielding the core (ranks may outnumber cores);
-  // once a second after the first, the liveness and progress checks, which name the ranks
-  // this collective waits on.
+Status MpiCommunicator::WaitAll(int n, MPI_Request* requests,
+                                const std::function<std::string()>& waiting_for) const {
+  // Spinning first, as MPI's blocking calls do: each test is what moves a transfer (or a
+  // non-blocking collective's next step) along; then yielding the core (ranks may outnumber
+  // cores, docs/machine-notes.md); once a second after the first, the checks.
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto next_check = start + std::chrono::seconds(1);
   for (uint64_t polls = 0;; ++polls) {
     int done = 0;
-    KOLO_MPI_CALL(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+    KOLO_MPI_CALL(MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE));
     if (done) return Status::OK();
     if (polls > 64) sched_yield();
     if ((polls & 1023) != 0) continue;
     const auto now = Clock::now();
     if (now < next_check) continue;
-    // The request stays posted: MPI cannot cancel a collective, and the runtime stops using
-    // this communicator after an error.
+    // The requests stay posted (MPI cannot cancel a collective): the runtime stops using this
+    // communicator after an error.
     if (liveness_check_) KOLO_RETURN_IF_ERROR(liveness_check_());
-    KOLO_RETURN_IF_ERROR(CheckProgress(start, std::string(call) + " with " + PeersText()));
+    KOLO_RETURN_IF_ERROR(CheckProgress(start, waiting_for()));
     next_check = now + std::chrono::seconds(1);
   }
 }

@@ -45,11 +45,12 @@ class MpiCommunicator : public Communicator {
                    const std::vector<size_t>& recv_bytes) override;
   Status Broadcast(void* buffer, size_t bytes, int root) override;
   Status Barrier() override;
-  // The data-plane collectives above, on a communicator that spans nodes, are MPI's non-blocking
-  // ones completed by WaitData, which polls as MPI's blocking calls do but can end the wait
-  // (see there). Inside one node they are MPI's blocking calls: Open MPI's non-blocking
-  // all-reduce (coll/libnbc) ran 5-35% slower than its blocking one (coll/tuned) from 256 KiB to
-  // 4 MiB at 2 ranks here, and a peer on the same node that dies is seen by the launcher.
+  // The data-plane collectives above, on a communicator that spans nodes, are MPI's
+  // non-blocking ones completed by WaitAll, which polls as MPI's blocking calls do but can end
+  // the wait (Collective in the .cc). Inside one node they are MPI's blocking calls: Open MPI's
+  // non-blocking all-reduce (coll/libnbc) ran 5-35% slower than its blocking one (coll/tuned)
+  // from 256 KiB to 4 MiB at 2 ranks here, and a peer on the same node that dies is seen by the
+  // launcher.
   Status GatherBytes(const std::string& mine, std::vector<std::string>* all, int root) override;
   // The control-plane calls are non-blocking collectives completed by WaitPolled, which
   // sleeps between tests instead of spinning (see there).
@@ -63,9 +64,18 @@ class MpiCommunicator : public Communicator {
   const std::function<Status()>& liveness_check() const { return liveness_check_; }
   Status CheckLiveness() override { return liveness_check_ ? liveness_check_() : Status::OK(); }
 
+  // Tests `requests` in a loop until all complete: spins briefly, then yields the core; once a
+  // second after the first, the liveness check, then the progress check with `waiting_for()`
+  // ("rank 1 (receive, tag 7)"), either of which ends the wait with its error. The
+  // point-to-point batches' Wait and the data-plane collectives across nodes.
+  Status WaitAll(int n, MPI_Request* requests,
+                 const std::function<std::string()>& waiting_for) const;
+
  private:
   Status WaitPolled(MPI_Request* request);
-  Status WaitData(MPI_Request* request, const char* call);
+  template <typename BlockingCall, typename StartCall>
+  Status Collective(const char* blocking_name, BlockingCall blocking, const char* start_name,
+                    StartCall start) const;
   // "world ranks 2,3": the other ranks of this communicator, for the progress check's report.
   std::string PeersText() const;
 

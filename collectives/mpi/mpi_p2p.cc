@@ -1,9 +1,8 @@
 // Non-blocking point-to-point over MPI (Communicator::Start).
-#include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
+#include <string>
 
 #include "collectives/mpi/mpi_call.h"
 #include "collectives/mpi/mpi_communicator.h"
@@ -44,26 +43,8 @@ class MpiBatch : public P2PBatch {
   }
 
   Status Wait() override {
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
-    auto next_check = start + std::chrono::seconds(1);
-    int n = static_cast<int>(requests_.size());
-    for (uint64_t polls = 0;; ++polls) {
-      int done = 0;
-      KOLO_MPI_CALL(MPI_Testall(n, requests_.data(), &done, MPI_STATUSES_IGNORE));
-      if (done) break;
-      // Spinning keeps latency low when the peer is running; yielding lets it run when ranks
-      // share cores (docs/machine-notes.md: 4 ranks on 2 cores).
-      if (polls > 64) sched_yield();
-      if ((polls & 1023) == 0) {
-        const auto now = Clock::now();
-        if (now >= next_check) {
-          if (comm_->liveness_check()) KOLO_RETURN_IF_ERROR(comm_->liveness_check()());
-          KOLO_RETURN_IF_ERROR(comm_->CheckProgress(start, Pending()));
-          next_check = now + std::chrono::seconds(1);
-        }
-      }
-    }
+    KOLO_RETURN_IF_ERROR(comm_->WaitAll(static_cast<int>(requests_.size()), requests_.data(),
+                                        [this] { return Pending(); }));
     requests_.clear();
     is_recv_.clear();
     peers_.clear();

@@ -15,10 +15,9 @@ Expected, per mode (see ddp_fault.py):
 import os
 import re
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_fault import fail, results, run  # noqa: E402 - after the path
+from run_fault import fail, results, run_rank_files  # noqa: E402 - after the path
 
 BOUND_S = 10.0
 TIMEOUT_S = 120
@@ -33,16 +32,10 @@ def main():
                   "--grace", "15", "--"]
     else:
         launch = [mpiexec, "-np", str(np_)] + sys.argv[4:]
-    # Each rank writes its output to a file of its own, not through the launcher: a rank that
-    # ends first (os._exit after its verdict, without MPI_Finalize) makes mpirun tear the job
-    # down, and what it has not forwarded yet of the others' output is lost.
-    with tempfile.TemporaryDirectory() as folder:
-        wrapped = launch + ["sh", "-c", 'exec "$@" >"$0/rank${OMPI_COMM_WORLD_RANK:-$RANK}" 2>&1',
-                            folder, sys.executable, script, mode]
-        _, out, _ = run(wrapped, dict(os.environ), TIMEOUT_S)
-        for name in sorted(os.listdir(folder)):
-            with open(os.path.join(folder, name), errors="replace") as f:
-                out += "---- " + name + " ----\n" + f.read()
+    # Per-rank files: a rank that ends first (os._exit after its verdict, without MPI_Finalize)
+    # makes mpirun tear the job down before it forwards the others' output.
+    _, out, _ = run_rank_files(launch, [sys.executable, script, mode], dict(os.environ),
+                               TIMEOUT_S)
     verdicts = results(out)
     took = {int(m.group(1)): float(m.group(2))
             for m in re.finditer(r"^FAULT-TOOK rank (\d+): ([-\d.]+)$", out, re.M)}

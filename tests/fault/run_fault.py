@@ -46,6 +46,21 @@ def run(cmd, env, timeout):
     return proc.returncode, unprefix(out), time.monotonic() - start
 
 
+def run_rank_files(launch, rank_cmd, env, timeout):
+    """run(), each rank writing its output to a file of its own rather than through the
+    launcher: tearing a job down after a loss (or after a rank that ended first), mpirun may
+    drop what it has not forwarded yet (a survivor's result, or its SIGTERM notice, seen on a
+    loaded machine). The files follow the launcher's output, each under a "---- rankR" line."""
+    with tempfile.TemporaryDirectory() as folder:
+        wrapped = launch + ["sh", "-c", 'exec "$@" >"$0/rank${OMPI_COMM_WORLD_RANK:-$RANK}" 2>&1',
+                            folder] + rank_cmd
+        rc, out, took = run(wrapped, env, timeout)
+        for name in sorted(os.listdir(folder)):
+            with open(os.path.join(folder, name), errors="replace") as f:
+                out += "---- " + name + " ----\n" + f.read()
+    return rc, out, took
+
+
 def running(pid):
     """True when pid exists and is not a zombie (a container's init may never reap those)."""
     try:
@@ -154,17 +169,7 @@ def main():
         if took > 30:
             fail(f"took {took:.1f} s", out)
     elif mode in ("kill", "exit"):
-        # Each rank writes its output to a file of its own, not through mpirun: tearing the job
-        # down after the loss, mpirun may drop what it has not forwarded yet (a survivor's
-        # result, or its SIGTERM notice, seen on a loaded machine).
-        with tempfile.TemporaryDirectory() as folder:
-            wrapped = launch + [
-                "sh", "-c", 'exec "$@" >"$0/rank${OMPI_COMM_WORLD_RANK:-$RANK}" 2>&1',
-                folder] + rank_cmd
-            rc, out, took = run(wrapped, env, timeout=90)
-            for name in sorted(os.listdir(folder)):
-                with open(os.path.join(folder, name), errors="replace") as f:
-                    out += "---- " + name + " ----\n" + f.read()
+        rc, out, took = run_rank_files(launch, rank_cmd, env, timeout=90)
         if rc == 0:
             fail("mpirun exited 0 although a rank died", out)
         # Each survivor either noticed the loss itself (its operation failed with UNAVAILABLE
