@@ -111,9 +111,6 @@ up() {
   if [[ ! ${nodes} =~ ^[1-9][0-9]*$ ]] || ((nodes > 200)); then
     die "nodes: 1 to 200, not ${nodes}"
   fi
-  local why
-  why="$(cannot)"
-  [[ -z ${why} ]] || die "cannot make namespaces here: ${why}"
   dir="${state_root}/${name}"
   [[ ! -e ${dir} ]] || die "a cluster named ${name} is up already (${self} down --name ${name})"
   mkdir -p "${dir}"
@@ -141,8 +138,7 @@ up() {
 }
 
 down() {
-  local dir="${state_root}/${name}" i nodes=0 left=0
-  [[ -f ${dir}/nodes ]] && nodes="$(cat "${dir}/nodes")"
+  local dir="${state_root}/${name}" left=0 ns
   # Every namespace of this name, also those of a half-made cluster.
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
     if [[ ${ns} == "${name}-sw" || ${ns} =~ ^${name}-n[0-9]+$ ]]; then
@@ -151,10 +147,8 @@ down() {
       ip netns del "${ns}" || left=1
     fi
   done
-  for ((i = 0; i < nodes; i++)); do
-    umount "${dir}/uts-${i}" 2>/dev/null || true
-  done
   if [[ -d ${dir} ]]; then
+    # The host-name namespaces: each kept by a bind mount on its file.
     umount "${dir}"/uts-* 2>/dev/null || true
     rm -rf "${dir}" || left=1
     rmdir "${state_root}" 2>/dev/null || true
@@ -269,6 +263,8 @@ case "${action}" in
   up)
     ((${#args[@]} == 2)) || die "usage: up NODES [options]"
     name=${name:-kolo}
+    why="$(cannot)"
+    [[ -z ${why} ]] || die "cannot make namespaces here: ${why}"
     [[ ! -e ${state_root}/${name} ]] ||
       die "a cluster named ${name} is up already (${self} down --name ${name})"
     # A half-made cluster is removed (set -e ends `up` at its first failure).
