@@ -52,23 +52,24 @@ int64_t ModelLayout::MaxTensorElements() const {
   return n;
 }
 
-// torchvision/models/resnet.py, ResNet(Bottleneck, [3, 4, 6, 3]): a 7x7 stem, four stages of
+namespace {
+
+// torchvision/models/resnet.py, ResNet(Bottleneck, blocks): a 7x7 stem, four stages of
 // bottleneck blocks (1x1 reduce, 3x3, 1x1 expand by 4, each followed by batch-norm; the first
 // block of a stage has a 1x1 projection "downsample" with its own batch-norm), then fc 2048->1000.
 // Convolutions have no bias. Registration order inside a block: conv1 bn1 conv2 bn2 conv3 bn3
 // downsample.
-ModelLayout ResNet50() {
+std::vector<TensorSpec> BottleneckResNet(const int (&blocks)[4]) {
   LayoutBuilder b;
   b.Conv("conv1", 3, 64, 7);
   b.Norm("bn1", 64);
   const int64_t kPlanes[4] = {64, 128, 256, 512};
-  const int kBlocks[4] = {3, 4, 6, 3};
   constexpr int64_t kExpansion = 4;
   int64_t in = 64;
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t width = kPlanes[stage];
     const int64_t out = width * kExpansion;
-    for (int block = 0; block < kBlocks[stage]; ++block) {
+    for (int block = 0; block < blocks[stage]; ++block) {
       const std::string p = "layer" + std::to_string(stage + 1) + "." + std::to_string(block);
       b.Conv(p + ".conv1", in, width, 1);
       b.Norm(p + ".bn1", width);
@@ -84,7 +85,17 @@ ModelLayout ResNet50() {
     }
   }
   b.Linear("fc", 2048, 1000);
-  return ModelLayout{"resnet50", "ResNet-50 (torchvision)", b.Take()};
+  return b.Take();
+}
+
+}  // namespace
+
+ModelLayout ResNet50() {
+  return ModelLayout{"resnet50", "ResNet-50 (torchvision)", BottleneckResNet({3, 4, 6, 3})};
+}
+
+ModelLayout ResNet101() {
+  return ModelLayout{"resnet101", "ResNet-101 (torchvision)", BottleneckResNet({3, 4, 23, 3})};
 }
 
 // transformers BertModel, bert-base-uncased config: vocab 30522, hidden 768, 12 layers,
@@ -119,13 +130,16 @@ ModelLayout Tiny1000() {
 }
 
 const std::vector<std::string>& ModelNames() {
-  static const std::vector<std::string> kNames = {"resnet50", "bert-base", "tiny-1000"};
+  static const std::vector<std::string> kNames = {"resnet50", "resnet101", "bert-base",
+                                                  "tiny-1000"};
   return kNames;
 }
 
 bool ModelByName(std::string_view name, ModelLayout* layout) {
   if (name == "resnet50") {
     *layout = ResNet50();
+  } else if (name == "resnet101") {
+    *layout = ResNet101();
   } else if (name == "bert-base") {
     *layout = BertBase();
   } else if (name == "tiny-1000") {

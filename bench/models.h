@@ -37,6 +37,8 @@ struct ModelLayout {
 
 // torchvision.models.resnet50(): 161 tensors, 25,557,032 parameters.
 ModelLayout ResNet50();
+// torchvision.models.resnet101(): 314 tensors, 44,549,160 parameters.
+ModelLayout ResNet101();
 // Hugging Face BertModel for bert-base-uncased (with pooler, no pre-training heads):
 // 199 tensors, 109,482,240 parameters.
 ModelLayout BertBase();
@@ -45,7 +47,8 @@ ModelLayout Tiny1000();
 
 // The names accepted by ModelByName, in the order --help lists them.
 const std::vector<std::string>& ModelNames();
-// Fills *layout and returns true for a known name ("resnet50", "bert-base", "tiny-1000").
+// Fills *layout and returns true for a known name ("resnet50", "resnet101", "bert-base",
+// "tiny-1000").
 bool ModelByName(std::string_view name, ModelLayout* layout);
 
 // Indices into layout.tensors in the order gradients become ready: last registered first.

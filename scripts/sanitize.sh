@@ -79,17 +79,21 @@ stage_address() {
   kolo_build "${dir}" --target "${targets[@]}"
   # All but what the thread stage also leaves out, for the same reasons: the one-thread
   # half-float sweep and the algorithm sweep at 5-7 ranks (no code path that 2-4 do not take).
+  # The algorithm sweep takes one dtype per element size with Sum (KOLO_ALGO_TEST_CASES=bytes,
+  # tests/unit/allreduce_algorithms_test.cc); the kernels' whole dtype x op matrix runs in
+  # ReduceIntoTest and ThreadWorld/AllreduceEveryDtypeOp.
   local sweep='All/AllreduceAlgorithmTest.*'
   kolo_log "address: unit tests"
   kolo_run env ASAN_OPTIONS="${ASAN_RUNTIME_OPTIONS}" UBSAN_OPTIONS=print_stacktrace=1 \
-    "${dir}/tests/kolo_unit_tests" --gtest_brief=1 \
+    KOLO_ALGO_TEST_CASES=bytes "${dir}/tests/kolo_unit_tests" --gtest_brief=1 \
     --gtest_filter="-*HalfConversion*:${sweep}np5*:${sweep}np6*:${sweep}np7*"
   # Open MPI has no frame pointers: the slow unwinder gives full allocation stacks, so the
   # suppressions see Open MPI's frames in Open MPI's leaks and nothing else is suppressed.
   # Every mpi.*.np2 test but the one with 2 GiB buffers per rank, and the algorithm suite over
   # UCX (the algorithms run over MPI here, and the UCX communicator's own suite, mpi.ucx.np2).
   # The algorithm suite takes one dtype per element size with Sum (KOLO_ALGO_TEST_CASES=bytes,
-  # tests/mpi/algorithms_main.cc): the kernels' dtype x op matrix ran in the unit tests above.
+  # tests/mpi/algorithms_main.cc): the kernels' dtype x op matrix ran in the unit tests above
+  # (ReduceIntoTest, ThreadWorld/AllreduceEveryDtypeOp).
   kolo_log "address: MPI suites at 2 ranks"
   kolo_run env ASAN_OPTIONS="fast_unwind_on_malloc=0:${ASAN_RUNTIME_OPTIONS}" \
     KOLO_ALGO_TEST_CASES=bytes \
@@ -105,17 +109,18 @@ stage_thread() {
   kolo_build "${dir}" --target kolo_unit_tests
   # Death tests fork a threaded process, which TSan does not support; HalfConversion sweeps all
   # 65536 half floats on one thread (20 s under TSan, nothing to find). The algorithm sweep runs
-  # at 2 and 3 ranks here: one rank exchanges nothing between threads; 4-7 threads run the same
-  # exchanges as 2 (a power of two) and 3 (not one) with more steps, and the 4-rank worlds alone
-  # took 100 s of this stage's 260 s of tests (the node groupings of 4 ranks stay covered by
-  # Groupings/HierarchicalPathsTest). The ASan stage runs it at 1-4 ranks, ctest at 1-7.
+  # at 2 ranks here, one dtype per element size with Sum (KOLO_ALGO_TEST_CASES=bytes): one rank
+  # exchanges nothing between threads; more threads run the same exchanges with more steps, and
+  # the 4-rank worlds alone took 100 s of this stage's 260 s of tests (the node groupings of 4
+  # ranks stay covered by Groupings/HierarchicalPathsTest). The ASan stage runs it at 1-4 ranks,
+  # ctest at 1-7 with every dtype and op.
   local sweep='All/AllreduceAlgorithmTest.*'
   # libucm (UCX's memory hooks, loaded with the UCX communicator) patches mmap in every process
   # that links it, which collides with TSan's own mmap interceptor: the first thread world then
   # crashes (SIGSEGV). The unit tests use no UCX, so its mmap hook is off here.
   kolo_log "thread: unit tests that run threads"
   kolo_run env TSAN_OPTIONS=second_deadlock_stack=1 UCX_MEM_MMAP_HOOK_MODE=none \
-    "${dir}/tests/kolo_unit_tests" \
+    KOLO_ALGO_TEST_CASES=bytes "${dir}/tests/kolo_unit_tests" \
     --gtest_brief=1 \
     --gtest_filter="-*DeathTest.*:*HalfConversion*:${sweep}np1:${sweep}np3*:${sweep}np4*:${sweep}np5*:\
 ${sweep}np6*:${sweep}np7*"

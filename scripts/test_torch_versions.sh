@@ -4,7 +4,7 @@
 # /usr/bin/python3 without Debian's packages, it installs torch, numpy, scikit-learn and pytest
 # from PyPI, makes kolo's sdist (`python -m build --sdist`) and installs it, so the sdist is
 # checked too; then, launched with kolorun, the pytest suite of kolo.torch at 2 and 3 ranks (and
-# its Adasum files at 4), the main job and kolo-bench, and kolo-topo; the main job again under
+# its Adasum files at 4), the main job and kolo-bench, kolo-topo and kolo-scale; the main job again under
 # this torch's torchrun at 2 and 3 ranks (no MPI), and the DDP example on the backend "kolo"
 # (checked against gloo) the same way, and a group of backend "kolo" made with no import of kolo
 # (torch's entry point); the CNN's DDP check; last, `pip uninstall kolo`
@@ -60,6 +60,7 @@ kolo_run kolorun -np 2 python "${KOLO_ROOT}/bench/ddp_step.py" --check --blocks 
 # The other console scripts: the wheel's executables, through their entry points.
 kolo_run kolorun -np 2 kolo-bench -b 8 -e 64K -f 8 -n 3 -w 1
 kolo_run kolo-topo >/dev/null
+kolo_run kolo-scale --model resnet50 --ranks-per-node 1 --ranks 1,2 >/dev/null
 kolo_run kolorun --check-build
 
 versions="$(python - <<'PY'
@@ -73,7 +74,7 @@ PY
 # pip uninstall leaves nothing of kolo behind.
 kolo_run "${pip[@]}" uninstall -y kolo
 left="$(find "${venv}" -path '*/site-packages/kolo*' -o -name 'kolorun' -o -name 'kolo-bench' \
-  -o -name 'kolo-topo' | head -n 5)"
+  -o -name 'kolo-topo' -o -name 'kolo-scale' | head -n 5)"
 if [[ -n "${left}" ]]; then
   kolo_log "pip uninstall kolo left: ${left}"
   exit 1

@@ -3,7 +3,7 @@
 # against it twice, then runs both under mpirun -np 2:
 #   1. CMake: tests/install/CMakeLists.txt, find_package(kolo) -> kolo::kolo;
 #   2. pkg-config: mpicc examples/allreduce_example.c $(pkg-config --cflags --libs kolo).
-# Then runs the installed kolo-bench and kolo-topo from the prefix.
+# Then runs the installed kolo-bench, kolo-topo and kolo-scale from the prefix.
 # Proves that the headers (kolo.h + generated config.h), libkolo.so with its SONAME and its MPI
 # plugin, the CMake package, kolo.pc and the tools are installed, relocatable and
 # self-sufficient.
@@ -81,7 +81,7 @@ done
 # The installed tools run from the prefix: their RPATH ($ORIGIN/../lib) finds the installed
 # libkolo.so, not the build tree's.
 bindir="${prefix}/bin"
-for tool in kolo-bench kolo-topo; do
+for tool in kolo-bench kolo-topo kolo-scale; do
   [[ -x "${bindir}/${tool}" ]] || fail "${tool} not installed in ${bindir}"
   "${bindir}/${tool}" --help >/dev/null || fail "installed ${tool} --help failed"
 done
@@ -96,6 +96,12 @@ kolo_log "installed kolo-topo: the 4-GPU fixture"
 "${bindir}/kolo-topo" --xml "${KOLO_ROOT}/tests/fixtures/topologies/pcie-gen4-2s-4gpu.xml" \
   >"${work}/topo.log" || { cat "${work}/topo.log"; fail "installed kolo-topo failed"; }
 grep -q "GPUs: 4" "${work}/topo.log" || { cat "${work}/topo.log"; fail "kolo-topo saw no 4 GPUs"; }
+kolo_log "installed kolo-scale: ResNet-50 on 2 nodes of the 4-GPU fixture"
+"${bindir}/kolo-scale" --xml "${KOLO_ROOT}/tests/fixtures/topologies/pcie-gen4-2s-4gpu.xml" \
+  --model resnet50 --ranks 8 --json >"${work}/scale.log" \
+  || { cat "${work}/scale.log"; fail "installed kolo-scale failed"; }
+grep -q '"algorithm":"auto".*"nodes":2' "${work}/scale.log" \
+  || { cat "${work}/scale.log"; fail "kolo-scale printed no auto row for 2 nodes"; }
 # Without its plugin, the installed libkolo.so fails kolo_init under mpirun naming the file it
 # looked for, on every rank, instead of crashing or loading another build's.
 mv "${libdir}/libkolo_mpi.so" "${work}/libkolo_mpi.so.away"

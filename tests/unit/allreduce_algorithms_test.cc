@@ -3,8 +3,16 @@
 // (algorithm_check.h); random float32 sums must be bitwise equal on every rank. The
 // hierarchical and shared-memory algorithms get a node context: one node here, and the
 // groupings 2x2, 3+2, 1+3 and 2x3 in HierarchicalGroupings.
+//
+// KOLO_ALGO_TEST_CASES=bytes narrows the matrix to one dtype per element size (1, 2, 4 and 8
+// bytes) with Sum, as in tests/mpi/algorithms_main.cc: the sanitizer stages run it so
+// (scripts/sanitize.sh). What a sanitizer can find in an algorithm (its buffers, offsets and
+// threads) depends on the element size and the count, not on which kernel reduces; the whole
+// kernel matrix runs there in ReduceIntoTest and ThreadWorld/AllreduceEveryDtypeOp.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "collectives/native_allreduce.h"
@@ -72,6 +80,23 @@ std::string LayoutLabel(const Layout& l) {
   return s;
 }
 
+bool BytesCasesOnly() {
+  const char* cases = std::getenv("KOLO_ALGO_TEST_CASES");
+  return cases != nullptr && std::strcmp(cases, "bytes") == 0;
+}
+
+std::vector<DataType> CaseDtypes() {
+  if (BytesCasesOnly()) {
+    return {DataType::kInt8, DataType::kFloat16, DataType::kFloat32, DataType::kFloat64};
+  }
+  return AllAlgorithmDtypes();
+}
+
+std::vector<ReduceOp> CaseOps() {
+  if (BytesCasesOnly()) return {ReduceOp::kSum};
+  return KernelOps();
+}
+
 // Runs every case on one thread world; returns the failures (at most a few per rank).
 struct Outcome {
   std::mutex mu;
@@ -104,8 +129,8 @@ void RunAllCases(const std::string& algo_name, int ranks, std::string_view group
     }
     ASSERT_NE(algo, nullptr);
     int index = 0;
-    for (DataType t : AllAlgorithmDtypes()) {
-      for (ReduceOp op : KernelOps()) {
+    for (DataType t : CaseDtypes()) {
+      for (ReduceOp op : CaseOps()) {
         for (size_t count : AlgorithmCounts(ranks, /*with_large=*/false)) {
           out->Add(CheckAllreduceCase(comm, *algo, t, op, count, (index++ % 2) == 0));
         }

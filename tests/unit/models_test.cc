@@ -41,6 +41,21 @@ TEST(ModelsTest, ResNet50MatchesTorchvision) {
   EXPECT_EQ(m.MaxTensorElements(), 512 * 512 * 3 * 3);  // layer4.*.conv2.weight
 }
 
+TEST(ModelsTest, ResNet101MatchesTorchvision) {
+  const ModelLayout m = ResNet101();
+  // torchvision's ResNet101_Weights.IMAGENET1K_V1.meta["num_params"]; 3 + 33 blocks x 9 +
+  // 4 projections x 3 + 2 tensors.
+  EXPECT_EQ(m.NumElements(), 44549160);
+  EXPECT_EQ(m.tensors.size(), 314u);
+  ExpectUniqueNames(m);
+  ASSERT_NE(Find(m, "layer3.22.conv3.weight"), nullptr);  // stage 3 has 23 blocks
+  EXPECT_EQ(Find(m, "layer3.23.conv1.weight"), nullptr);
+  EXPECT_EQ(Find(m, "layer3.22.conv3.weight")->shape, (std::vector<int64_t>{1024, 256, 1, 1}));
+  ModelLayout by_name;
+  ASSERT_TRUE(ModelByName("resnet101", &by_name));
+  EXPECT_EQ(by_name.NumElements(), m.NumElements());
+}
+
 TEST(ModelsTest, BertBaseMatchesTransformers) {
   const ModelLayout m = BertBase();
   EXPECT_EQ(m.tensors.size(), 199u);      // 5 embedding + 12 x 16 encoder + 2 pooler

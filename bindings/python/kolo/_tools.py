@@ -1,4 +1,4 @@
-"""The console scripts ``kolo-bench`` and ``kolo-topo`` of a pip installation.
+"""The console scripts ``kolo-bench``, ``kolo-topo`` and ``kolo-scale`` of a pip installation.
 
 pip installs console scripts as Python entry points, so each of these replaces the Python process
 with the C++ executable the wheel carries in ``kolo/bin`` (it finds ``kolo/lib/libkolo.so``
@@ -26,3 +26,7 @@ def kolo_bench():
 
 def kolo_topo():
     return _exec("kolo-topo")
+
+
+def kolo_scale():
+    return _exec("kolo-scale")
