@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "bench/check.h"
@@ -206,7 +207,10 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
   std::unique_ptr<MpiCommunicator> comm = MakeBenchCommunicator(world, options.max_call_bytes);
   const CostModel cost = LoadCostModel(world);
   const AllreduceSelector selector("", cost);
-  std::vector<std::unique_ptr<AllreduceAlgorithm>> table = MakeAllreduceAlgorithms();
+  // Built with the same cost model as the selector, as the runtime builds its table: the
+  // hierarchical all-reduce picks its cross-node algorithm by it.
+  std::vector<std::unique_ptr<AllreduceAlgorithm>> table =
+      MakeAllreduceAlgorithms(std::make_shared<const CostModel>(cost));
 
   const bool all = std::find(options.names.begin(), options.names.end(), "all") !=
                    options.names.end();

@@ -61,25 +61,52 @@ void Exchange(const World& world, Communicator& comm, bool send_first, void* buf
   }
 }
 
-// Collective over world: ranks a and b ping-pong, the others wait at the closing barrier.
-PingPong MeasurePingPong(const World& world, Communicator& comm, int a, int b, int repeats,
-                         const Buffer& buffer) {
+// Both ranks of a pair send `bytes` to each other at once (the time of one is the one-way time
+// with the link busy both ways, as in a ring or a recursive-doubling step).
+void SwapBothWays(const World& world, Communicator& comm, void* send, void* recv, size_t bytes,
+                  int peer) {
+  StatusOr<std::unique_ptr<P2PBatch>> batch =
+      comm.Start({P2POp::Send(send, bytes, peer, 1), P2POp::Recv(recv, bytes, peer, 1)});
+  Status s = batch.ok() ? (*batch)->Wait() : batch.status();
+  if (!s.ok()) Fail(world, "exchange with rank " + std::to_string(peer) + ": " + s.ToString());
+}
+
+// Collective over world: each pair (a, b) ping-pongs (or, with `recv`, swaps both ways), all
+// pairs at once; the others wait at the closing barrier. The result is what the first pair's
+// first rank measured (on that rank).
+PingPong MeasurePingPongs(const World& world, Communicator& comm,
+                          const std::vector<std::pair<int, int>>& pairs, int repeats,
+                          const Buffer& buffer, const Buffer* recv = nullptr) {
   PingPong result;
   const std::vector<size_t> sizes = PingPongSizes();
   std::vector<std::vector<double>> samples(sizes.size());
-  if (world.rank == a || world.rank == b) {
-    const int peer = world.rank == a ? b : a;
+  int peer = -1;
+  bool first = false;
+  for (const auto& [a, b] : pairs) {
+    if (world.rank == a || world.rank == b) {
+      peer = world.rank == a ? b : a;
+      first = world.rank == a;
+    }
+  }
+  const int a = pairs.front().first;
+  if (peer >= 0) {
     for (int r = 0; r < repeats; ++r) {
       for (size_t k = 0; k < sizes.size(); ++k) {
         // Alternate the order of the sizes between repeats, so drift favours none.
         const size_t i = r % 2 == 0 ? k : sizes.size() - 1 - k;
         const int trips = RoundTrips(sizes[i]);
-        Exchange(world, comm, world.rank == a, buffer.data(), sizes[i], peer);  // align
+        const auto trip = [&] {
+          if (recv != nullptr) {
+            SwapBothWays(world, comm, buffer.data(), recv->data(), sizes[i], peer);
+          } else {
+            Exchange(world, comm, first, buffer.data(), sizes[i], peer);
+          }
+        };
+        trip();  // align
         const double start = NowSeconds();
-        for (int t = 0; t < trips; ++t) {
-          Exchange(world, comm, world.rank == a, buffer.data(), sizes[i], peer);
-        }
-        samples[i].push_back((NowSeconds() - start) * 1e6 / (2.0 * trips));
+        for (int t = 0; t < trips; ++t) trip();
+        // A ping-pong's trip is two one-way times; a swap's is one.
+        samples[i].push_back((NowSeconds() - start) * 1e6 / ((recv ? 1.0 : 2.0) * trips));
       }
     }
   }
@@ -93,6 +120,11 @@ PingPong MeasurePingPong(const World& world, Communicator& comm, int a, int b, i
   }
   result.fit = FitLine(result.bytes, result.one_way_us, weights);
   return result;
+}
+
+PingPong MeasurePingPong(const World& world, Communicator& comm, int a, int b, int repeats,
+                         const Buffer& buffer) {
+  return MeasurePingPongs(world, comm, {{a, b}}, repeats, buffer);
 }
 
 LinkCost ToLink(const PingPong& p) {
@@ -236,6 +268,40 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
                     model.inter.alpha_us, model.inter.beta_us, 1e-3 / model.inter.beta_us,
                     p.fit.r2);
       out(line);
+    }
+    // The same with every local rank of rank 0's node paired with its counterpart on the other
+    // node, all at once: each rank's share of its node's NIC (what `inter` means to the
+    // algorithms whose ranks all cross at once), and how many divide it (inter_sharing).
+    std::vector<std::pair<int, int>> pairs;
+    const int there = map.node_of_rank[inter_peer];
+    for (int r = 0; r < world.size; ++r) {
+      if (map.node_of_rank[r] != map.node_of_rank[0]) continue;
+      for (int q = 0; q < world.size; ++q) {
+        if (map.node_of_rank[q] == there && map.local_rank_of[q] == map.local_rank_of[r]) {
+          pairs.emplace_back(r, q);
+        }
+      }
+    }
+    std::sort(pairs.begin(), pairs.end());  // rank 0's pair first: it reports
+    if (pairs.size() >= 2) {
+      // Swaps both ways, so that every pair loads both directions at once (ping-pongs drift
+      // apart and take turns); the lone pair's swap against all pairs' gives the sharing.
+      const Buffer back(world, size_t{2} << 20, "the swap buffer");
+      const PingPong alone =
+          MeasurePingPongs(world, *comm, {pairs.front()}, options.repeats, wire, &back);
+      const PingPong all = MeasurePingPongs(world, *comm, pairs, options.repeats, wire, &back);
+      if (world.rank == 0) {
+        const double one = ToLink(alone).beta_us, shared = ToLink(all).beta_us;
+        model.inter_sharing =
+            std::clamp(one > 0 ? shared / one : 1.0, 1.0, static_cast<double>(pairs.size()));
+        model.inter.beta_us *= model.inter_sharing;
+        std::snprintf(line, sizeof line,
+                      "inter, swapping both ways: 1 pair %.2f GB/s, %zu pairs at once %.2f GB/s "
+                      "per rank: inter_sharing %.2f, inter beta %.3g us/B (%.2f GB/s per rank)",
+                      1e-3 / one, pairs.size(), 1e-3 / shared, model.inter_sharing,
+                      model.inter.beta_us, 1e-3 / model.inter.beta_us);
+        out(line);
+      }
     }
   }
   if (world.size < 2) {

@@ -3,6 +3,7 @@
 #ifndef KOLO_COLLECTIVES_ALGORITHM_H_
 #define KOLO_COLLECTIVES_ALGORITHM_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <string_view>
 
@@ -47,6 +48,13 @@ SelectionInput DescribeCommunicator(const Communicator& comm);
 // The link the slowest step of a flat (topology-blind) algorithm crosses.
 inline const LinkCost& FlatLink(const SelectionInput& in) {
   return in.nodes > 1 ? in.cost->inter : in.cost->intra;
+}
+
+// The same for a ring over ranks placed by node (mpirun's and torchrun's default): one ring edge
+// leaves each node, so the flow between nodes has the node's NIC to itself.
+inline LinkCost RingLink(const SelectionInput& in) {
+  if (in.nodes <= 1) return in.cost->intra;
+  return {in.cost->inter.alpha_us, in.cost->inter.beta_us / std::max(1.0, in.cost->inter_sharing)};
 }
 
 struct AllreduceArgs {

@@ -103,7 +103,25 @@ shape_link() {
       "${wait} delay" >&2
     touch "${state_root}/${name}/no-netem"
   fi
-  ip netns exec "${ns}" tc qdisc add dev "${dev}" root tbf rate "${rate}" burst 1mb latency 5ms
+  ip netns exec "${ns}" tc qdisc add dev "${dev}" root tbf rate "${rate}" \
+    burst "$(burst_bytes)" latency 5ms
+}
+
+# tbf's bucket: what the link sends in 1 ms at RATE (at least 64 KiB, one veth segment). A larger
+# bucket lets a whole message of a few MiB through at the veth's speed, so a ping-pong would
+# measure the bucket, not the rate.
+burst_bytes() {
+  local number unit bits
+  [[ ${rate} =~ ^([0-9]+)([kmg]?)bit$ ]] || { echo 1mb; return; }
+  number=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]}
+  case "${unit}" in
+    k) bits=$((number * 1000)) ;;
+    m) bits=$((number * 1000000)) ;;
+    g) bits=$((number * 1000000000)) ;;
+    *) bits=${number} ;;
+  esac
+  local bytes=$((bits / 8 / 1000))
+  echo $((bytes > 65536 ? bytes : 65536))
 }
 
 up() {

@@ -220,6 +220,7 @@ StatusOr<LinkModel> BuildLinkModel(const JobLayout& job) {
       }
       Link nic = NicLink(t, pa.nic);
       const int share = sharers[pa.nic];
+      m.nic_sharers = std::max(m.nic_sharers, share);
       if (share > 1) {
         nic.gbps /= share;
         nic.basis += ", shared by " + std::to_string(share) + " ranks";

@@ -67,6 +67,7 @@ struct LinkModel {
   bool multi_node = false;        // more than one real node
   // The slowest of each kind over the whole job (what one step of a flat algorithm waits for).
   Link intra_host, intra_device, inter_host, inter_device;
+  int nic_sharers = 1;            // most ranks of one node that divide one NIC
   double cache_bytes = 0;         // smallest node's last-level cache (sum over its packages)
   std::vector<std::string> notes;
 };

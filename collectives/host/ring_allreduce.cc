@@ -75,7 +75,7 @@ double RingAllreduce::EstimateMicros(const SelectionInput& in) const {
   const double n = static_cast<double>(in.bytes);
   const size_t esize = std::max<size_t>(1, DataTypeSize(in.dtype));
   const RingPlan plan(in.ranks, in.count, esize, segment_bytes_);
-  const LinkCost& link = FlatLink(in);
+  const LinkCost link = RingLink(in);
   return 2 * (p - 1) * plan.segments * link.alpha_us + 2 * (p - 1) / p * n * link.beta_us +
          (p - 1) / p * n * in.cost->gamma_us;
 }

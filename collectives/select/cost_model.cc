@@ -44,6 +44,10 @@ StatusOr<CostModel> CostModel::Load(const std::string& path, const CostModel& ba
   CostModel m = base;
   KOLO_RETURN_IF_ERROR(ReadLink(root, "intra", where, &m.intra));
   KOLO_RETURN_IF_ERROR(ReadLink(root, "inter", where, &m.inter));
+  KOLO_RETURN_IF_ERROR(ReadNumber(root, "inter_sharing", where, &m.inter_sharing));
+  if (m.inter_sharing < 1) {
+    return InvalidArgumentError(where + ": \"inter_sharing\" must be at least 1");
+  }
   KOLO_RETURN_IF_ERROR(ReadLink(root, "device_intra", where, &m.device_intra));
   KOLO_RETURN_IF_ERROR(ReadLink(root, "device_inter", where, &m.device_inter));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "gamma_us", where, &m.gamma_us));
@@ -73,6 +77,7 @@ std::string CostModel::ToJson(bool with_device) const {
   Json j;
   j["intra"] = {{"alpha_us", intra.alpha_us}, {"beta_us", intra.beta_us}};
   j["inter"] = {{"alpha_us", inter.alpha_us}, {"beta_us", inter.beta_us}};
+  j["inter_sharing"] = inter_sharing;
   if (with_device) {
     j["device_intra"] = {{"alpha_us", device_intra.alpha_us}, {"beta_us", device_intra.beta_us}};
     j["device_inter"] = {{"alpha_us", device_inter.alpha_us}, {"beta_us", device_inter.beta_us}};

@@ -30,8 +30,14 @@ struct LinkCost {
 struct CostModel {
   // Point-to-point between ranks of one node (MPI through its shared-memory transport).
   LinkCost intra = {1.0, 1.0 / 5000.0};
-  // Point-to-point between nodes (a 25 GbE-class NIC: ~3 GB/s achieved, ~5 us latency).
+  // Point-to-point between nodes, as each rank gets it while every rank of its node sends
+  // across at once: its share of the NIC (a 25 GbE-class NIC: ~3 GB/s achieved, ~5 us latency).
   LinkCost inter = {5.0, 1.0 / 3000.0};
+  // How many ranks of a node divide one NIC: a flow alone between two nodes runs at
+  // inter_sharing times inter's bandwidth. 1 where each rank has a NIC of its own. A flat ring
+  // over ranks placed by node has one such flow per node; hierarchical's cross-node step runs
+  // every rank's at once (collectives/ALGORITHMS.md).
+  double inter_sharing = 1;
   // GPU buffers (the NCCL candidates): one step between two GPUs of a node, and a GPU's share
   // of its NIC. Defaults: PCIe Gen3 x16 at NCCL's 12 GB/s and 1 us a hop; a 100 Gbit/s port
   // at NCCL's 12 GB/s and 2 us. With a topology (collectives/select/topology_cost.h) both come from
@@ -55,10 +61,10 @@ struct CostModel {
   std::string measured;
 
   // Reads a tuning file (JSON: {"intra": {"alpha_us", "beta_us"}, "inter": {...},
-  // "device_intra": {...}, "device_inter": {...}, "gamma_us", "copy_us", "copy_mem_us",
-  // "cache_bytes", "sync_us"}) over `base`: absent keys keep base's values (the topology's link
-  // model, or the defaults). kInvalidArgument naming the file and the key on malformed
-  // content, kNotFound when it cannot be opened.
+  // "inter_sharing", "device_intra": {...}, "device_inter": {...}, "gamma_us", "copy_us",
+  // "copy_mem_us", "cache_bytes", "sync_us"}) over `base`: absent keys keep base's values (the
+  // topology's link model, or the defaults). kInvalidArgument naming the file and the key on
+  // malformed content, kNotFound when it cannot be opened.
   static StatusOr<CostModel> Load(const std::string& path, const CostModel& base);
   static StatusOr<CostModel> Load(const std::string& path);
 

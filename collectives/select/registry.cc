@@ -45,21 +45,35 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
   // cost model (its own instances: their scratch is separate from the top-level ones').
   auto cross = std::make_shared<std::vector<std::unique_ptr<AllreduceAlgorithm>>>();
   AddFlat(cross.get());
+  // Phase 2 runs every local rank's slice across the nodes at once, so each flow between nodes
+  // has its share of the NIC, never the NIC alone.
+  auto cross_cost = std::make_shared<CostModel>(*cost);
+  cross_cost->inter_sharing = 1;
   table.push_back(std::make_unique<HierarchicalAllreduce>(
-      [cross, cost](const SelectionInput& slice) -> AllreduceAlgorithm* {
+      [cross, cross_cost](const SelectionInput& slice) -> AllreduceAlgorithm* {
         SelectionInput in = slice;
-        in.cost = cost.get();
-        AllreduceAlgorithm* best = nullptr;
-        double best_us = 0;
-        for (const auto& algo : *cross) {
-          if (!algo->Supports(in).ok()) continue;
-          const double us = algo->EstimateMicros(in);
-          if (!best || us < best_us) {
-            best = algo.get();
-            best_us = us;
+        in.cost = cross_cost.get();
+        // kolo's own algorithms first; the library's all-reduce only where none of them takes
+        // the input. Phase 2's communicator spans nodes, where MpiCommunicator runs MPI's
+        // collectives non-blocking (Open MPI's libnbc) so that a lost node cannot hang it, and
+        // libnbc's all-reduce between 2 nodes took 1.65x kolo's ring there (15.5 ms against
+        // 9.4 ms for 1 MiB at 2x2 over 1 Gbit/s links, docs/benchmarks.md "Across nodes"),
+        // while the cost model ranks it as a bandwidth-optimal all-reduce.
+        for (bool library : {false, true}) {
+          AllreduceAlgorithm* best = nullptr;
+          double best_us = 0;
+          for (const auto& algo : *cross) {
+            const bool is_library = dynamic_cast<const NativeAllreduce*>(algo.get()) != nullptr;
+            if (is_library != library || !algo->Supports(in).ok()) continue;
+            const double us = algo->EstimateMicros(in);
+            if (!best || us < best_us) {
+              best = algo.get();
+              best_us = us;
+            }
           }
+          if (best) return best;
         }
-        return best;
+        return nullptr;
       }));
   // GPU buffers: NCCL's own all-reduce (its ring or tree), and the three-phase composition
   // with NCCL inside the nodes.

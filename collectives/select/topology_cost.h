@@ -11,9 +11,10 @@
 namespace kolo {
 
 // alpha from the link, beta = 1 / (GB/s x 1000) us per byte. intra from the slowest host pair
-// of local ranks; inter from the slowest rank's NIC share, on real multi-node jobs only
-// (simulated nodes keep base's); device_intra from the GPU links when every node has a GPU,
-// device_inter from the GPUs' NIC shares on real multi-node jobs of such nodes; cache_bytes from the smallest node's last-level cache.
+// of local ranks; inter from the slowest rank's NIC share and inter_sharing from the most ranks
+// on one NIC, on real multi-node jobs only (simulated nodes keep base's); device_intra from the
+// GPU links when every node has a GPU, device_inter from the GPUs' NIC shares on real
+// multi-node jobs of such nodes; cache_bytes from the smallest node's last-level cache.
 // Everything else (reduction and copy rates, barrier) stays base's.
 CostModel CostModelFromLinks(const LinkModel& links, const CostModel& base = CostModel());
 

@@ -153,16 +153,23 @@ TEST(DecisionTable, SmallHostMessagesAcrossNodesPickRecursiveDoubling) {
 }
 
 // 4 CPU nodes x 8 ranks sharing one 25 GbE RoCE port: each rank's share is 25/8 x 0.96 / 8 =
-// 0.375 GB/s. Flat algorithms push ~2n per rank through it; hierarchical only ~2n/8 (the
-// cross step carries a slice per local rank) plus shared-memory phases at 5 GB/s, so it wins
-// from mid sizes on: at 128 MiB roughly 2(3/4)(n/8)/0.375 GB/s ~ 67 ms against > 500 ms.
+// 0.375 GB/s. Hierarchical's cross step sends a slice per local rank, all 8 at once: 2(3/4)(n/8)
+// per rank at 0.375 GB/s ~ 67 ms at 128 MiB, plus shared-memory phases at 5 GB/s. Of the flat
+// algorithms, the ring over ranks placed by node has one flow per node across, at the whole
+// port's 3 GB/s (~85 ms); the others cross with every rank at once (> 500 ms).
 TEST(DecisionTable, CpuNodesBehindOneSlowPortPickHierarchical) {
   const CostModel cost = CostOf("cpu-2s.xml", 4, 8);
   EXPECT_NEAR(1 / cost.inter.beta_us, 25.0 / 8 * kNicEfficiency / 8 * 1000, 1e-6);
   const auto host = MakeDecisionTable(cost, 4, 8, MemoryKind::kHost, DecisionSizes());
+  EXPECT_EQ(cost.inter_sharing, 8);  // the one port, shared by the node's 8 ranks
   const Decision d = At(host, k128MiB);
   EXPECT_EQ(d.best, "hierarchical");
-  EXPECT_LT(d.best_us, 0.5 * d.runner_up_us);
+  // Per node across: hierarchical 2(n-1)/n S = 1.5 S, all 8 ranks at once; the ring over ranks
+  // placed by node 2(p-1)/p S = 1.94 S, one flow with the port to itself. Both at the port's
+  // rate: hierarchical takes 1.5 / 1.94 = 0.77 of the ring's time, plus its copies in the node.
+  EXPECT_EQ(d.runner_up, "ring");
+  EXPECT_LT(d.best_us, 0.85 * d.runner_up_us);
+  EXPECT_GT(d.best_us, 0.77 * d.runner_up_us);
   EXPECT_TRUE(MakeDecisionTable(cost, 4, 8, MemoryKind::kCuda, DecisionSizes())[0].best ==
               "nccl");  // device candidates are ranked even where there is no GPU
 }
@@ -212,11 +219,31 @@ TEST(DecisionTable, TuningFileOverridesOnlyWhatItNames) {
   EXPECT_DOUBLE_EQ(loaded->device_intra.beta_us, topo.device_intra.beta_us);
   EXPECT_DOUBLE_EQ(loaded->inter.beta_us, topo.inter.beta_us);
   EXPECT_NE(loaded->source.find("over topology"), std::string::npos) << loaded->source;
+  EXPECT_DOUBLE_EQ(loaded->inter_sharing, topo.inter_sharing);
   // What a calibration saves holds no device figure, so it cannot undo the topology's.
   ASSERT_TRUE(loaded->Save(path).ok());
   std::ifstream in(path);
   const std::string saved((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(saved.find("device_"), std::string::npos) << saved;
+  std::remove(path.c_str());
+}
+
+// inter_sharing round-trips through a tuning file; less than 1 is refused, naming the key.
+TEST(DecisionTable, TuningFileCarriesInterSharing) {
+  const std::string path = ::testing::TempDir() + "kolo_tuning_sharing.json";
+  CostModel m;
+  m.inter_sharing = 2.5;
+  ASSERT_TRUE(m.Save(path).ok());
+  auto loaded = CostModel::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_DOUBLE_EQ(loaded->inter_sharing, 2.5);
+  {
+    std::ofstream out(path);
+    out << R"({"inter_sharing": 0.5})";
+  }
+  auto bad = CostModel::Load(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("inter_sharing"), std::string::npos);
   std::remove(path.c_str());
 }
 

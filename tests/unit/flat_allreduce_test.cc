@@ -95,6 +95,26 @@ TEST(FlatCostTest, FormulasOfThePapers) {
   }
 }
 
+// Across nodes whose ranks share one NIC (inter_sharing 4): the ring over ranks placed by node
+// has one flow per node across, which gets the NIC alone: inter's beta / 4. Recursive doubling's
+// cross-node steps run every rank's flow at once: inter as it is.
+TEST(FlatCostTest, TheRingAcrossNodesHasTheNicToItself) {
+  CostModel cost;
+  cost.inter = {10.0, 1.0 / 500.0};  // each rank's share while all 4 of its node send
+  cost.inter_sharing = 4;
+  const double n = 64 << 10;
+  SelectionInput in = Input(8, n, cost);
+  in.nodes = 2;
+  in.max_local_size = in.min_local_size = 4;
+  RingAllreduce ring;
+  RecursiveDoublingAllreduce rd;
+  const double a = 10.0, b = 1.0 / 2000.0, g = cost.gamma_us;
+  EXPECT_DOUBLE_EQ(ring.EstimateMicros(in), 14 * a + 2 * 7.0 / 8 * n * b + 7.0 / 8 * n * g);
+  EXPECT_DOUBLE_EQ(rd.EstimateMicros(in), 3 * (a + n / 500.0 + n * g));
+  cost.inter_sharing = 1;  // a NIC per rank: the ring's flow gets what every rank gets
+  EXPECT_DOUBLE_EQ(ring.EstimateMicros(in), 14 * a + 2 * 7.0 / 8 * n / 500.0 + 7.0 / 8 * n * g);
+}
+
 TEST(FlatCostTest, RecursiveDoublingForSmallRingOrRabenseifnerForLarge) {
   CostModel cost;
   RingAllreduce ring;
