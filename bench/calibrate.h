@@ -16,9 +16,9 @@
 //          / 2, 8 B .. 2 MiB, fitted weighted by 1/t) when KOLO_NODE_GROUPING (or the hosts)
 //          gives one; else inter = intra, and the output says so. Where rank 0's node has more
 //          ranks: each of them paired with its counterpart on that node, every pair swapping
-//          messages both ways at once, against rank 0's pair alone doing the same;
-//          inter_sharing = the ratio of their betas (how many ranks divide the node's NIC), and
-//          inter's beta is multiplied by it (each rank's share while all of them cross)
+//          messages both ways at once; inter_sharing = that beta over the lone ping-pong's (how
+//          many ranks divide the node's NIC, at most the pairs), and inter's beta is multiplied
+//          by it (each rank's share while all of them cross)
 //   gamma  ReduceInto(float32 sum) of 256 KiB into 256 KiB (in cache), per byte, all ranks at once
 //   copy   memcpy of 256 KiB (in cache), per byte, all ranks at once
 //   copy_mem  memcpy of 32 MiB (past the caches), per byte, all ranks at once

@@ -50,6 +50,16 @@ inline const LinkCost& FlatLink(const SelectionInput& in) {
   return in.nodes > 1 ? in.cost->inter : in.cost->intra;
 }
 
+// The link of one step of recursive doubling or halving between rank r and r XOR distance. With
+// ranks placed by node in nodes of one power-of-two size L, partners closer than L share a node:
+// those steps stay inside it; the others cross with every rank of the node at once (inter).
+inline const LinkCost& StepLink(const SelectionInput& in, int distance) {
+  const int local = in.min_local_size;
+  const bool aligned = in.max_local_size == local && local > 0 && (local & (local - 1)) == 0;
+  if (in.nodes > 1 && !(aligned && distance < local)) return in.cost->inter;
+  return in.cost->intra;
+}
+
 // The same for a ring over ranks placed by node (mpirun's and torchrun's default): one ring edge
 // leaves each node, so the flow between nodes has the node's NIC to itself.
 inline LinkCost RingLink(const SelectionInput& in) {

@@ -19,11 +19,16 @@ Status RecursiveDoublingAllreduce::Supports(const SelectionInput& in) const {
 double RecursiveDoublingAllreduce::EstimateMicros(const SelectionInput& in) const {
   if (in.ranks <= 1) return 0;
   const double n = static_cast<double>(in.bytes);
-  const LinkCost& link = FlatLink(in);
-  const double step = link.alpha_us + n * link.beta_us + n * in.cost->gamma_us;
   const int k = internal::FloorLog2(in.ranks);
-  double t = k * step;
-  if (in.ranks != (1 << k)) t += step + link.alpha_us + n * link.beta_us;
+  double t = 0;
+  for (int d = 1; d < (1 << k); d <<= 1) {  // nearest partner first, as Run pairs them
+    const LinkCost& link = StepLink(in, d);
+    t += link.alpha_us + n * link.beta_us + n * in.cost->gamma_us;
+  }
+  if (in.ranks != (1 << k)) {  // fold in and out: over the flat link
+    const LinkCost& link = FlatLink(in);
+    t += 2 * (link.alpha_us + n * link.beta_us) + n * in.cost->gamma_us;
+  }
   return t;
 }
 

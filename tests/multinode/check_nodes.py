@@ -9,8 +9,9 @@ layout (ranks fill the nodes in order, RANKS per node as netns_cluster.sh takes 
 rank's host is the node the layout puts it on; all-reduces (Sum, Average; 8 elements and 1 Mi
 elements) equal the sum computed here from every rank's known inputs, in float64; with
 KOLO_TIMELINE=TIMELINE, rank 0 finds the large all-reduce run by the hierarchical algorithm
-(kolo's `auto` choice on more than one node). Prints "PASSED rank R"; exits 1 naming what
-differs otherwise."""
+(kolo's `auto` choice on more than one node under mpirun; tests/multinode/CMakeLists.txt forces
+it where `auto` may pick otherwise). Prints "PASSED rank R"; exits 1 naming what differs
+otherwise."""
 import socket
 import sys
 

@@ -97,7 +97,8 @@ TEST(FlatCostTest, FormulasOfThePapers) {
 
 // Across nodes whose ranks share one NIC (inter_sharing 4): the ring over ranks placed by node
 // has one flow per node across, which gets the NIC alone: inter's beta / 4. Recursive doubling's
-// cross-node steps run every rank's flow at once: inter as it is.
+// partners 1 and 2 apart share a node (intra); at 4 apart every rank crosses at once (inter as
+// it is). Rabenseifner likewise, with n/2, n/4 and n/8 per step of each half.
 TEST(FlatCostTest, TheRingAcrossNodesHasTheNicToItself) {
   CostModel cost;
   cost.inter = {10.0, 1.0 / 500.0};  // each rank's share while all 4 of its node send
@@ -110,7 +111,12 @@ TEST(FlatCostTest, TheRingAcrossNodesHasTheNicToItself) {
   RecursiveDoublingAllreduce rd;
   const double a = 10.0, b = 1.0 / 2000.0, g = cost.gamma_us;
   EXPECT_DOUBLE_EQ(ring.EstimateMicros(in), 14 * a + 2 * 7.0 / 8 * n * b + 7.0 / 8 * n * g);
-  EXPECT_DOUBLE_EQ(rd.EstimateMicros(in), 3 * (a + n / 500.0 + n * g));
+  const double ai = cost.intra.alpha_us, bi = cost.intra.beta_us;
+  EXPECT_DOUBLE_EQ(rd.EstimateMicros(in), 2 * (ai + n * bi + n * g) + (a + n / 500.0 + n * g));
+  RabenseifnerAllreduce rab;
+  EXPECT_DOUBLE_EQ(rab.EstimateMicros(in), 2 * ai + 2 * (n / 2) * bi + (n / 2) * g +      //
+                                               2 * ai + 2 * (n / 4) * bi + (n / 4) * g +  //
+                                               2 * a + 2 * (n / 8) / 500.0 + (n / 8) * g);
   cost.inter_sharing = 1;  // a NIC per rank: the ring's flow gets what every rank gets
   EXPECT_DOUBLE_EQ(ring.EstimateMicros(in), 14 * a + 2 * 7.0 / 8 * n / 500.0 + 7.0 / 8 * n * g);
 }
