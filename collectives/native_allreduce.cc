@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "collectives/host/flat_common.h"
+
 namespace kolo {
 Status NativeAllreduce::Supports(const SelectionInput& in) const {
   if (in.op == ReduceOp::kAverage || in.op == ReduceOp::kAdasum) {
@@ -25,12 +27,7 @@ double NativeAllreduce::EstimateMicros(const SelectionInput& in) const {
   if ((ranks & (ranks - 1)) == 0) {
     // Recursive halving and doubling, nearest partner first, as Open MPI's all-reduce moves
     // about the bytes of (docs/benchmarks.md, "Across nodes": about S per node at 2 x 2).
-    double t = 0, half = n / 2;
-    for (int d = 1; d < ranks; d <<= 1, half /= 2) {
-      const LinkCost& link = StepLink(in, d);
-      t += 2 * link.alpha_us + 2 * half * (link.beta_us + in.cost->gamma_us / 2);
-    }
-    return t;
+    return internal::HalvingDoublingMicros(in, ranks);
   }
   const LinkCost& link = FlatLink(in);
   return 2 * std::log2(p) * link.alpha_us +

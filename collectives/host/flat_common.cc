@@ -31,6 +31,16 @@ int FloorLog2(int p) {
   return k;
 }
 
+double HalvingDoublingMicros(const SelectionInput& in, int pof2) {
+  double t = 0;
+  double half = static_cast<double>(in.bytes) / 2;
+  for (int d = 1; d < pof2; d <<= 1, half /= 2) {
+    const LinkCost& link = StepLink(in, d);
+    t += 2 * link.alpha_us + 2 * half * link.beta_us + half * in.cost->gamma_us;
+  }
+  return t;
+}
+
 Pof2Fold Pof2Fold::Of(int rank, int size) {
   Pof2Fold f;
   f.pof2 = 1 << FloorLog2(size);

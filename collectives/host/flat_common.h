@@ -46,6 +46,11 @@ Status SupportsKernelOp(std::string_view algorithm, const SelectionInput& in);
 // floor(log2(p)) and 2^floor(log2(p)) for p >= 1.
 int FloorLog2(int p);
 
+// Recursive halving then doubling over `pof2` ranks (a power of two), nearest partner first: the
+// step at distance d moves half of what the one before moved, each way, at StepLink(in, d)'s
+// alpha and beta, and reduces what it receives. Rabenseifner's cost without its fold.
+double HalvingDoublingMicros(const SelectionInput& in, int pof2);
+
 // This rank's place in the fold (see the top of this file).
 struct Pof2Fold {
   int pof2 = 1;      // 2^k, the ranks of the power-of-two part

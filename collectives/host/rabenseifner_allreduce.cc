@@ -31,12 +31,7 @@ double RabenseifnerAllreduce::EstimateMicros(const SelectionInput& in) const {
   if (in.ranks <= 1) return 0;
   const double n = static_cast<double>(in.bytes);
   const int k = internal::FloorLog2(in.ranks);
-  double t = 0;
-  double half = n / 2;  // halving at distance 1 first (as Run does) moves n/2, then n/4, ...
-  for (int d = 1; d < (1 << k); d <<= 1, half /= 2) {
-    const LinkCost& link = StepLink(in, d);
-    t += 2 * link.alpha_us + 2 * half * link.beta_us + half * in.cost->gamma_us;
-  }
+  double t = internal::HalvingDoublingMicros(in, 1 << k);  // distance 1 first, as Run does
   if (in.ranks != (1 << k)) {
     const LinkCost& link = FlatLink(in);
     t += 2 * link.alpha_us + 2 * n * link.beta_us + n * in.cost->gamma_us;

@@ -89,20 +89,16 @@ std::vector<Row> PredictJob(const AllreduceSelector& selector, const JobShape& s
     });
     if (supported) rows.push_back(r);
   }
-  // The selector's pick per all-reduce: the cheapest supported, ties to the earlier in the table.
+  // The selector's pick per all-reduce, as the runtime makes it.
   Row pick{shape.ranks, shape.nodes, "auto", {}, {}};
   std::vector<std::string> chosen;
   pick.p = bench::PredictStep(model, a, [&](size_t bytes) {
-    const std::string* best = nullptr;
-    double best_us = 0;
+    auto algo = selector.Select(JobSelectionInput(bytes, shape, memory));
+    chosen.push_back(algo.ok() ? std::string((*algo)->Name()) : "");
     for (const auto& [n, us] : rank(bytes)) {
-      if (us >= 0 && (!best || us < best_us)) {
-        best = &n;
-        best_us = us;
-      }
+      if (n == chosen.back()) return us;
     }
-    chosen.push_back(best ? *best : "");
-    return best_us;
+    return 0.0;
   });
   // The overlapped all-reduces come first (PredictStep's order), then the ones after backward.
   for (size_t k = 0; k < pick.p.allreduces.size() && k < chosen.size(); ++k) {
