@@ -19,18 +19,22 @@
 // order, which is Communicator::Start's ordering promise for one pair and tag.
 //
 // Waiting: UCX moves nothing unless the worker is progressed on its thread. A wait polls
-// ucp_worker_progress and yields the core (sched_yield) whenever a call made no progress:
-// measured with 4 ranks on 2 cores, one 8-byte ring step took 2.7 ms busy-polling, 7 us
-// yielding, 58 us armed with ucp_worker_wait. About once a second a wait runs the liveness
+// ucp_worker_progress, spinning for its first 64 polls and then yielding the core
+// (sched_yield) whenever a call made no progress, as MpiCommunicator::WaitAll does: measured
+// with 4 ranks on 2 cores, one 8-byte ring step took 2.7 ms busy-polling, 7 us yielding, 58 us
+// armed with ucp_worker_wait; with 2 ranks, yielding from the first idle poll on made an 8-byte
+// exchange 0.3-0.5 us slower than over MPI, spinning first 1.3-1.7x faster than MPI (kolo-bench
+// --transport ucx, docs/benchmarks.md). About once a second a wait runs the liveness
 // check and CheckProgress, so a dead or frozen peer ends it with an error naming the rank
 // ("rank 1 (receive, tag 7)"), never a hang; on error the outstanding receives are cancelled
 // (ucp_request_cancel) and every request released. After its requests complete, a wait
 // drains the worker once more: a rendezvous sender completes only when its receiver, having
 // received, sends the acknowledgement, and that needs the receiver's progress.
 //
-// Measured on one host (2 cores, UCX 1.13.1 over shared memory, SendRecv around a ring, mean
-// of 20000 / 300 calls): 2 ranks, 8 B 0.86-0.89 us (MpiCommunicator 1.03-1.05 us), 1 MiB
-// 119-130 us (MPI 105-117 us); 4 ranks on the 2 cores, 8 B 4.3-5.3 us (MPI 3.5-4.6 us).
+// Measured on one host while waits still yielded from the first idle poll (2 cores, UCX
+// 1.13.1 over shared memory, SendRecv around a ring, mean of 20000 / 300 calls): 2 ranks, 8 B
+// 0.86-0.89 us (MpiCommunicator 1.03-1.05 us), 1 MiB 119-130 us (MPI 105-117 us); 4 ranks on
+// the 2 cores, 8 B 4.3-5.3 us (MPI 3.5-4.6 us).
 //
 // Control plane (ucx_control.cc): GatherBytes is one message from each rank to the root, of a
 // length the root learns by probing; BroadcastBytes and Broadcast are binomial trees from the
