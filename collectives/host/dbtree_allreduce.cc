@@ -5,6 +5,7 @@
 
 #include "collectives/host/flat_common.h"
 #include "collectives/host/tree_allreduce.h"
+#include "collectives/host/tree_link.h"
 
 namespace kolo {
 
@@ -17,7 +18,7 @@ double DoubleBinaryTreeAllreduce::EstimateMicros(const SelectionInput& in) const
   const double depth = std::floor(std::log2(in.ranks));
   const double n = static_cast<double>(in.bytes);
   const double s = std::max(1.0, std::ceil(n / 2 / static_cast<double>(segment_bytes_)));
-  const LinkCost& link = FlatLink(in);
+  const LinkCost link = TreeLink(in, TreeShape::kDoubleBinary);
   return 2 * (depth + s - 1) * (2 * link.alpha_us + n / s * link.beta_us) + n * in.cost->gamma_us;
 }
 

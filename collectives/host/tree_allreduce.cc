@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "collectives/host/flat_common.h"
+#include "collectives/host/tree_link.h"
 
 namespace kolo {
 
@@ -16,7 +17,7 @@ double TreeAllreduce::EstimateMicros(const SelectionInput& in) const {
   const double d = CeilLog2(in.ranks);
   const double n = static_cast<double>(in.bytes);
   const double s = std::max(1.0, std::ceil(n / static_cast<double>(segment_bytes_)));
-  const LinkCost& link = FlatLink(in);
+  const LinkCost link = TreeLink(in, TreeShape::kBinomial);
   return 2 * (d + s - 1) * (link.alpha_us + n / s * link.beta_us) + d * n * in.cost->gamma_us;
 }
 

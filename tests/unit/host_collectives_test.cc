@@ -14,6 +14,7 @@
 
 #include "collectives/host/dbtree_allreduce.h"
 #include "collectives/host/tree_allreduce.h"
+#include "collectives/host/tree_link.h"
 #include "collectives/host/tree_shapes.h"
 #include "unit/algorithm_check.h"
 #include "unit/thread_world.h"
@@ -74,6 +75,61 @@ TEST(TreeShapesTest, DoubleBinaryTreesAreComplementary) {
           << "rank " << r << " of " << p << " is interior in both trees";
     }
   }
+}
+
+// How much of a segment leaves the busiest node per step, worked out by hand from the trees'
+// edges (ranks placed by node, L per node). Binomial: one edge leaves each node while reducing
+// (the node's lowest rank to its parent); broadcasting, rank 0 sends to its children 2^k for
+// every 2^k >= L, d - log2(L) edges off node 0. Double binary tree at 4 ranks (tree 0: 3 -> 1
+// -> {0, 2}; tree 1: 0 -> 2 -> {3, 1}), half the message per edge: at L = 2 rank 1 sends to 3
+// and to 2 while reducing (1); at L = 1 rank 1 sends to 3 in tree 0 and to 2 in tree 1 (1).
+TEST(TreeLinkTest, TheBusiestNodesShareOfEachSegmentFromTheTreesEdges) {
+  EXPECT_EQ(TreeNodeEgress(TreeShape::kBinomial, 4, 4), 0);  // one node: nothing leaves it
+  EXPECT_EQ(TreeNodeEgress(TreeShape::kBinomial, 1, 1), 0);
+  for (int d = 1; d <= 6; ++d) {
+    for (int log_l = 0; log_l < d; ++log_l) {
+      EXPECT_EQ(TreeNodeEgress(TreeShape::kBinomial, 1 << d, 1 << log_l), std::max(1, d - log_l))
+          << (1 << d) << " ranks, " << (1 << log_l) << " per node";
+    }
+  }
+  EXPECT_EQ(TreeNodeEgress(TreeShape::kDoubleBinary, 4, 2), 1.0);
+  EXPECT_EQ(TreeNodeEgress(TreeShape::kDoubleBinary, 4, 1), 1.0);
+  // 2 ranks: each the root of one tree and a leaf of the other, one half-message edge a phase.
+  EXPECT_EQ(TreeNodeEgress(TreeShape::kDoubleBinary, 2, 1), 0.5);
+}
+
+// The estimates charge a step the busiest NIC: inter's alpha and the egress times the NIC-alone
+// beta (inter's beta / inter_sharing), on one node intra as before, and the flat link where
+// nodes differ in size.
+TEST(TreeLinkTest, TreeEstimatesChargeTheBusiestNic) {
+  CostModel cost;
+  cost.inter = {20.0, 1.0 / 100.0};  // each rank's share while both of its node send
+  cost.inter_sharing = 2;
+  SelectionInput in;
+  in.bytes = 1 << 20;
+  in.count = in.bytes / 4;
+  in.cost = &cost;
+  const double n = in.bytes, g = cost.gamma_us, a = 20.0, alone = 1.0 / 200.0;
+  const double s_tree = n / (64 << 10), s_db = n / 2 / (64 << 10);
+  TreeAllreduce tree;
+  DoubleBinaryTreeAllreduce dbtree;
+  in.ranks = 4, in.nodes = 2, in.min_local_size = in.max_local_size = 2;  // 2 x 2: one edge
+  EXPECT_DOUBLE_EQ(tree.EstimateMicros(in),
+                   2 * (2 + s_tree - 1) * (a + n / s_tree * alone) + 2 * n * g);
+  EXPECT_DOUBLE_EQ(dbtree.EstimateMicros(in),
+                   2 * (2 + s_db - 1) * (2 * a + n / s_db * alone) + n * g);
+  cost.inter_sharing = 1;
+  in.nodes = 4, in.min_local_size = in.max_local_size = 1;  // 4 x 1: the root sends 2 across
+  EXPECT_DOUBLE_EQ(tree.EstimateMicros(in),
+                   2 * (2 + s_tree - 1) * (a + n / s_tree * 2 / 100.0) + 2 * n * g);
+  in.nodes = 1, in.min_local_size = in.max_local_size = 4;
+  const LinkCost intra = cost.intra;
+  EXPECT_DOUBLE_EQ(
+      tree.EstimateMicros(in),
+      2 * (2 + s_tree - 1) * (intra.alpha_us + n / s_tree * intra.beta_us) + 2 * n * g);
+  in.ranks = 5, in.nodes = 2, in.min_local_size = 2, in.max_local_size = 3;  // 3 + 2: flat
+  const double d5 = 3, s5 = s_tree;
+  EXPECT_DOUBLE_EQ(tree.EstimateMicros(in), 2 * (d5 + s5 - 1) * (a + n / s5 / 100.0) + d5 * n * g);
 }
 
 // The tree all-reduces with 64-byte segments: dozens of pieces on small buffers, so piece
