@@ -17,7 +17,8 @@
 //          gives one; else inter = intra, and the output says so. Where rank 0's node has more
 //          ranks: each of them paired with its counterpart on that node, every pair swapping
 //          messages both ways at once; inter_sharing = that beta over the lone ping-pong's (how
-//          many ranks divide the node's NIC, at most the pairs), and inter's beta is multiplied
+//          much slower each flow is when all cross than alone; at least 1, and more than the
+//          pairs where sharing costs more than an even split), and inter's beta is multiplied
 //          by it (each rank's share while all of them cross)
 //   gamma  ReduceInto(float32 sum) of 256 KiB into 256 KiB (in cache), per byte, all ranks at once
 //   copy   memcpy of 256 KiB (in cache), per byte, all ranks at once

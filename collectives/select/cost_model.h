@@ -34,7 +34,9 @@ struct CostModel {
   // across at once: its share of the NIC (a 25 GbE-class NIC: ~3 GB/s achieved, ~5 us latency).
   LinkCost inter = {5.0, 1.0 / 3000.0};
   // How many ranks of a node divide one NIC: a flow alone between two nodes runs at
-  // inter_sharing times inter's bandwidth. 1 where each rank has a NIC of its own. A flat ring
+  // inter_sharing times inter's bandwidth. 1 where each rank has a NIC of its own; the link
+  // model sets the number of ranks per NIC, `kolo-bench --calibrate` the measured ratio (which
+  // exceeds that number where sharing costs more than an even split). A flat ring
   // over ranks placed by node has one such flow per node; hierarchical's cross-node step runs
   // every rank's at once (collectives/ALGORITHMS.md).
   double inter_sharing = 1;
