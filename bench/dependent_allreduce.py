@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Dependent small all-reduces through kolo.torch: the latency a training loop sees when each
+all-reduce needs the previous one's result.
+
+    mpirun -np 2 /usr/bin/python3 bench/dependent_allreduce.py [--ops 200] [--runs 1] [--kib 1]
+
+Each run times --ops calls of ``t = hvd.allreduce(t)`` on a float32 tensor of --kib KiB (each
+call waits for the one before, so nothing overlaps and every call pays a whole cycle: submit,
+negotiate, all-reduce, complete). Rank 0 prints one line per run: the run's total in ms, and the
+slowest and median single call in us. Every result is checked against the value computed from
+the ranks' known inputs (a wrong value fails the run).
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+
+import kolo.torch as hvd
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ops", type=int, default=200, help="dependent all-reduces per run")
+    parser.add_argument("--runs", type=int, default=1, help="timed runs")
+    parser.add_argument("--kib", type=int, default=1, help="tensor size in KiB")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed calls first")
+    args = parser.parse_args()
+    hvd.init()
+    n = args.kib * 256
+    for _ in range(args.warmup):
+        hvd.allreduce(torch.ones(n), name="dependent", op=hvd.Sum)
+    size = hvd.size()
+    for _ in range(args.runs):
+        # Average of equal values stays 1 + rank-independent: each call's expected result is
+        # known; Sum would overflow float32 after a few hundred calls at many ranks.
+        t = torch.full((n,), float(hvd.rank() + 1))
+        expected = sum(range(1, size + 1)) / size
+        calls = []
+        start = time.perf_counter()
+        for _ in range(args.ops):
+            before = time.perf_counter()
+            t = hvd.allreduce(t, name="dependent", op=hvd.Average)
+            calls.append((time.perf_counter() - before) * 1e6)
+        total_ms = (time.perf_counter() - start) * 1e3
+        if not torch.allclose(t, torch.full((n,), expected)):
+            print("rank %d: wrong result %r, expected %r" % (hvd.rank(), t[0].item(), expected),
+                  file=sys.stderr)
+            sys.exit(1)
+        if hvd.rank() == 0:
+            print("dependent_allreduce: ranks %d ops %d kib %d total_ms %.2f max_us %.1f "
+                  "median_us %.1f" % (size, args.ops, args.kib, total_ms, max(calls),
+                                      statistics.median(calls)), flush=True)
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()

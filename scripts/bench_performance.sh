@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The performance comparisons that a single run cannot settle, each repeated RUNS times (default
+# 10), interleaved (one of each per round), with min / median / max over the runs, at 2 ranks:
+#   1. all-reduce 1-64 MiB: the shared-memory all-reduce (shm) and the selector's pick against
+#      MPI_Allreduce with the malloc settings of docs/machine-notes.md 2 (MPI's time over kolo's:
+#      above 1, kolo faster); `kolo-bench -a shm` interleaves the two itself, median of 5 blocks;
+#   2. 200 dependent all-reduces of 1 KiB through kolo.torch (bench/dependent_allreduce.py): the
+#      total per run, and the worst run over the median run;
+#   3. a step's gradients of ResNet-50 and BERT-base (`kolo-bench --model`, path kolo: every
+#      tensor submitted at once, Sum, then all waited for), median step of the run.
+# Every all-reduce's output is checked (kolo-bench -c 1, the Python script's own check).
+#
+# Usage: scripts/bench_performance.sh [--runs N] [OUT]   (default OUT:
+# /tmp/kolo-performance-<date>); takes ~5 minutes for 10 runs on a 2-core machine.
+# Horovod is not part of the project; to compare with it, run bench/dependent_allreduce.py with
+# `import horovod.torch as hvd` in place of kolo.torch under the same mpirun.
+set -euo pipefail
+# shellcheck source=scripts/env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "${KOLO_ROOT}"
+runs=10
+if [[ ${1:-} == --runs ]]; then runs=$2; shift 2; fi
+out="${1:-/tmp/kolo-performance-$(date +%Y%m%d-%H%M)}"
+mkdir -p "${out}"
+bench="${KOLO_BUILD_DIR}/bench/kolo-bench"
+[[ -x "${bench}" ]] || { kolo_log "no ${bench}: run scripts/setup.sh first"; exit 1; }
+export PYTHONPATH="${KOLO_BUILD_DIR}/python${PYTHONPATH:+:${PYTHONPATH}}"
+tuned=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_ARENA_MAX=1)
+np=(timeout 600 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2)
+
+for ((r = 1; r <= runs; ++r)); do
+  kolo_log "round ${r} of ${runs}"
+  env "${tuned[@]}" "${np[@]}" "${bench}" -a shm -b 1M -e 64M -f 4 -c 1 -R 5 \
+    --json "${out}/allreduce-${r}.json" > "${out}/allreduce-${r}.txt" 2>&1
+  "${np[@]}" /usr/bin/python3 bench/dependent_allreduce.py --ops 200 \
+    > "${out}/dependent-${r}.txt" 2>&1
+  for model in resnet50 bert-base; do
+    "${np[@]}" "${bench}" --model "${model}" --paths kolo -n 10 -w 3 -c 1 \
+      --json "${out}/${model}-${r}.json" > "${out}/${model}-${r}.txt" 2>&1
+  done
+done
+
+/usr/bin/python3 - "${out}" "${runs}" <<'PY'
+import json, re, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+def rows(path):
+    return [json.loads(l) for l in open(path) if l.startswith("{")]
+def mmm(values, fmt="%.2f"):
+    return " / ".join(fmt % v for v in (min(values), statistics.median(values), max(values)))
+ratios = {}  # size -> {"shm": [...], "pick": [...]}
+for r in range(1, runs + 1):
+    by = {}
+    for row in rows("%s/allreduce-%d.json" % (out, r)):
+        if row.get("record") == "row" and row.get("supported"):
+            by.setdefault(row["bytes"], []).append(row)
+    for size, rs in by.items():
+        mpi = [x["time_us"] for x in rs if x["algorithm"] == "MPI_Allreduce"][0]
+        for x in rs:
+            if x["algorithm"] == "shm":
+                ratios.setdefault(size, {}).setdefault("shm", []).append(mpi / x["time_us"])
+            if x.get("selected"):
+                ratios.setdefault(size, {}).setdefault("pick", []).append(mpi / x["time_us"])
+print("## all-reduce, 2 ranks: MPI_Allreduce (malloc settings) time over kolo's, %d runs" % runs)
+print("| size | shm min / median / max | selector's pick min / median / max |")
+print("|---:|---|---|")
+for size in sorted(ratios):
+    r = ratios[size]
+    print("| %d MiB | %s | %s |" % (size >> 20, mmm(r["shm"]),
+                                    mmm(r["pick"]) if "pick" in r else "not measured"))
+totals = []
+for r in range(1, runs + 1):
+    m = re.search(r"total_ms ([0-9.]+)", open("%s/dependent-%d.txt" % (out, r)).read())
+    totals.append(float(m.group(1)))
+med = statistics.median(totals)
+print("\n## 200 dependent all-reduces of 1 KiB, 2 ranks: total ms per run")
+print("min / median / max %s; worst over median %.2f" % (mmm(totals, "%.1f"), max(totals) / med))
+print("\n## gradient sets, 2 ranks: median step ms per run")
+for model in ("resnet50", "bert-base"):
+    steps = []
+    for r in range(1, runs + 1):
+        for row in rows("%s/%s-%d.json" % (out, model, r)):
+            if row.get("record") == "row" and row.get("path") == "kolo":
+                steps.append(row["time_us"] / 1e3)
+    print("%s: min / median / max %s" % (model, mmm(steps, "%.1f")))
+PY
