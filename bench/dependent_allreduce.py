@@ -7,8 +7,8 @@ all-reduce needs the previous one's result.
 Each run times --ops calls of ``t = hvd.allreduce(t)`` on a float32 tensor of --kib KiB (each
 call waits for the one before, so nothing overlaps and every call pays a whole cycle: submit,
 negotiate, all-reduce, complete). Rank 0 prints one line per run: the run's total in ms, and the
-slowest and median single call in us. Every result is checked against the value computed from
-the ranks' known inputs (a wrong value fails the run).
+slowest and median single call in us. Each run's result is checked against the value computed
+from the ranks' known inputs (a wrong value fails the run).
 """
 import argparse
 import statistics
@@ -33,8 +33,9 @@ def main():
         hvd.allreduce(torch.ones(n), name="dependent", op=hvd.Sum)
     size = hvd.size()
     for _ in range(args.runs):
-        # Average of equal values stays 1 + rank-independent: each call's expected result is
-        # known; Sum would overflow float32 after a few hundred calls at many ranks.
+        # After the first call every rank holds the mean of 1..size, and averaging keeps it
+        # there: the result is known after any number of calls, where Sum would overflow
+        # float32 after a few hundred calls at many ranks.
         t = torch.full((n,), float(hvd.rank() + 1))
         expected = sum(range(1, size + 1)) / size
         calls = []

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The performance comparisons that a single run cannot settle, each repeated RUNS times (default
 # 10), interleaved (one of each per round), with min / median / max over the runs, at 2 ranks:
-#   1. all-reduce 1-64 MiB: the shared-memory all-reduce (shm) and the selector's pick against
-#      MPI_Allreduce with the malloc settings of docs/machine-notes.md 2 (MPI's time over kolo's:
-#      above 1, kolo faster); `kolo-bench -a shm` interleaves the two itself, median of 5 blocks;
+#   1. all-reduce 1-64 MiB: every algorithm of kolo's table (`kolo-bench -a all`, which
+#      interleaves them with MPI_Allreduce itself, median of 5 blocks) against MPI_Allreduce with
+#      the malloc settings of docs/machine-notes.md 2, as MPI's time over kolo's (above 1: kolo
+#      faster): shm, and the selector's pick (what `auto` runs);
 #   2. 200 dependent all-reduces of 1 KiB through kolo.torch (bench/dependent_allreduce.py): the
 #      total per run, and the worst run over the median run;
 #   3. a step's gradients of ResNet-50 and BERT-base (`kolo-bench --model`, path kolo: every
@@ -18,9 +19,19 @@ set -euo pipefail
 # shellcheck source=scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "${KOLO_ROOT}"
-runs=10
-if [[ ${1:-} == --runs ]]; then runs=$2; shift 2; fi
-out="${1:-/tmp/kolo-performance-$(date +%Y%m%d-%H%M)}"
+runs=10 out=""
+while (($#)); do
+  case "$1" in
+    --runs)
+      [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { kolo_log "--runs takes a positive number"; exit 2; }
+      runs=$2
+      shift 2
+      ;;
+    -*) kolo_log "bench_performance: unknown option $1"; exit 2 ;;
+    *) out=$1; shift ;;
+  esac
+done
+out="${out:-/tmp/kolo-performance-$(date +%Y%m%d-%H%M)}"
 mkdir -p "${out}"
 bench="${KOLO_BUILD_DIR}/bench/kolo-bench"
 [[ -x "${bench}" ]] || { kolo_log "no ${bench}: run scripts/setup.sh first"; exit 1; }
@@ -28,15 +39,26 @@ export PYTHONPATH="${KOLO_BUILD_DIR}/python${PYTHONPATH:+:${PYTHONPATH}}"
 tuned=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_ARENA_MAX=1)
 np=(timeout 600 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2)
 
+# run FILE CMD...: CMD's output into FILE; a failure names the file and shows its end.
+run() {
+  local file=$1
+  shift
+  if ! "$@" > "${file}" 2>&1; then
+    kolo_log "failed: $* (output in ${file}):"
+    tail -n 20 "${file}" >&2
+    exit 1
+  fi
+}
+
 for ((r = 1; r <= runs; ++r)); do
   kolo_log "round ${r} of ${runs}"
-  env "${tuned[@]}" "${np[@]}" "${bench}" -a shm -b 1M -e 64M -f 4 -c 1 -R 5 \
-    --json "${out}/allreduce-${r}.json" > "${out}/allreduce-${r}.txt" 2>&1
-  "${np[@]}" /usr/bin/python3 bench/dependent_allreduce.py --ops 200 \
-    > "${out}/dependent-${r}.txt" 2>&1
+  run "${out}/allreduce-${r}.txt" env "${tuned[@]}" "${np[@]}" "${bench}" -a all -b 1M -e 64M \
+    -f 4 -c 1 -R 5 --json "${out}/allreduce-${r}.json"
+  run "${out}/dependent-${r}.txt" "${np[@]}" /usr/bin/python3 bench/dependent_allreduce.py \
+    --ops 200
   for model in resnet50 bert-base; do
-    "${np[@]}" "${bench}" --model "${model}" --paths kolo -n 10 -w 3 -c 1 \
-      --json "${out}/${model}-${r}.json" > "${out}/${model}-${r}.txt" 2>&1
+    run "${out}/${model}-${r}.txt" "${np[@]}" "${bench}" --model "${model}" --paths kolo \
+      -n 10 -w 3 -c 1 --json "${out}/${model}-${r}.json"
   done
 done
 
@@ -48,6 +70,7 @@ def rows(path):
 def mmm(values, fmt="%.2f"):
     return " / ".join(fmt % v for v in (min(values), statistics.median(values), max(values)))
 ratios = {}  # size -> {"shm": [...], "pick": [...]}
+picks = {}   # size -> the selector's picks over the runs
 for r in range(1, runs + 1):
     by = {}
     for row in rows("%s/allreduce-%d.json" % (out, r)):
@@ -60,13 +83,15 @@ for r in range(1, runs + 1):
                 ratios.setdefault(size, {}).setdefault("shm", []).append(mpi / x["time_us"])
             if x.get("selected"):
                 ratios.setdefault(size, {}).setdefault("pick", []).append(mpi / x["time_us"])
+                picks.setdefault(size, set()).add(x["algorithm"])
 print("## all-reduce, 2 ranks: MPI_Allreduce (malloc settings) time over kolo's, %d runs" % runs)
-print("| size | shm min / median / max | selector's pick min / median / max |")
-print("|---:|---|---|")
+print("| size | shm min / median / max | selector's pick | its min / median / max |")
+print("|---:|---|---|---|")
 for size in sorted(ratios):
     r = ratios[size]
-    print("| %d MiB | %s | %s |" % (size >> 20, mmm(r["shm"]),
-                                    mmm(r["pick"]) if "pick" in r else "not measured"))
+    print("| %d MiB | %s | %s | %s |" % (size >> 20, mmm(r["shm"]),
+                                         ", ".join(sorted(picks.get(size, []))) or "none",
+                                         mmm(r["pick"]) if "pick" in r else "not measured"))
 totals = []
 for r in range(1, runs + 1):
     m = re.search(r"total_ms ([0-9.]+)", open("%s/dependent-%d.txt" % (out, r)).read())

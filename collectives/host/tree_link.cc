@@ -39,7 +39,7 @@ double CountEgress(TreeShape shape, int ranks, int local_size) {
 double TreeNodeEgress(TreeShape shape, int ranks, int local_size) {
   if (ranks <= 1 || local_size <= 0) return 0;
   // The selector asks for every message; the trees of a layout do not change: counted once
-  // per thread and layout (O(p log p) for p ranks).
+  // per thread and layout (each rank's place in each tree computed once: a few log p steps).
   thread_local std::unordered_map<uint64_t, double> counted;
   const uint64_t key = (static_cast<uint64_t>(shape == TreeShape::kDoubleBinary) << 62) |
                        (static_cast<uint64_t>(ranks) << 31) | static_cast<uint32_t>(local_size);

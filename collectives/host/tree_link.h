@@ -4,8 +4,8 @@
 // its busiest link, and across nodes that is a node's NIC, carrying every tree edge that leaves
 // the node in the same phase. With ranks placed by node (mpirun's and torchrun's default) in
 // nodes of L ranks, how many depends on the tree and the layout, not on the message:
-//  - binomial tree, 2 nodes x 2 ranks: one edge leaves each node per phase, so that flow has the
-//    NIC alone (a flat link, charged as every rank of the node crossing at once, made the
+//  - binomial tree, 2 nodes x 2 ranks: at most one edge leaves a node in a phase, so that flow
+//    has the NIC alone (a flat link, charged as every rank of the node crossing at once, made the
 //    model 1.8x too slow there, docs/benchmarks.md "Across nodes");
 //  - binomial tree, 4 nodes x 1: the root sends the broadcast to its children at distance 1 and
 //    2, both off its node: two flows share the root node's NIC (the flat model was 2x too fast);

@@ -33,12 +33,13 @@ struct CostModel {
   // Point-to-point between nodes, as each rank gets it while every rank of its node sends
   // across at once: its share of the NIC (a 25 GbE-class NIC: ~3 GB/s achieved, ~5 us latency).
   LinkCost inter = {5.0, 1.0 / 3000.0};
-  // How many ranks of a node divide one NIC: a flow alone between two nodes runs at
-  // inter_sharing times inter's bandwidth. 1 where each rank has a NIC of its own; the link
-  // model sets the number of ranks per NIC, `kolo-bench --calibrate` the measured ratio (which
-  // exceeds that number where sharing costs more than an even split). A flat ring
-  // over ranks placed by node has one such flow per node; hierarchical's cross-node step runs
-  // every rank's at once (collectives/ALGORITHMS.md).
+  // How much faster a flow alone between two nodes is than each rank's while all ranks of its
+  // node cross at once: a lone flow runs at inter_sharing times inter's bandwidth. The link
+  // model sets it to the ranks per NIC (1 where each rank has a NIC of its own); `kolo-bench
+  // --calibrate` measures it, and it exceeds the ranks per NIC where sharing costs more than an
+  // even split. A flat ring over ranks placed by node has one such flow per node, the trees
+  // charge their busiest node's edges at that rate, and hierarchical's cross-node step runs
+  // every rank's flow at once (collectives/ALGORITHMS.md).
   double inter_sharing = 1;
   // GPU buffers (the NCCL candidates): one step between two GPUs of a node, and a GPU's share
   // of its NIC. Defaults: PCIe Gen3 x16 at NCCL's 12 GB/s and 1 us a hop; a 100 Gbit/s port

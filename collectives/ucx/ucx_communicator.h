@@ -19,13 +19,13 @@
 // order, which is Communicator::Start's ordering promise for one pair and tag.
 //
 // Waiting: UCX moves nothing unless the worker is progressed on its thread. A wait polls
-// ucp_worker_progress, spinning for its first 64 polls and then yielding the core
-// (sched_yield) whenever a call made no progress, as MpiCommunicator::WaitAll does: measured
-// with 4 ranks on 2 cores, one 8-byte ring step took 2.7 ms busy-polling, 7 us yielding, 58 us
-// armed with ucp_worker_wait; with 2 ranks, yielding from the first idle poll on made an 8-byte
-// exchange 0.3-0.5 us slower than over MPI, spinning first 1.3-1.7x faster than MPI (kolo-bench
-// --transport ucx, docs/benchmarks.md). About once a second a wait runs the liveness
-// check and CheckProgress, so a dead or frozen peer ends it with an error naming the rank
+// ucp_worker_progress, spinning for its first 64 polls (2 where the host's ranks outnumber its
+// cores) and then yielding the core (sched_yield) after every poll that made no progress:
+// measured with 4 ranks on 2 cores, one 8-byte ring step took 2.7 ms busy-polling, 7 us
+// yielding, 58 us armed with ucp_worker_wait; with 2 ranks, yielding from the first idle poll
+// on made an 8-byte exchange 0.3-0.5 us slower than over MPI, spinning first 1.3-1.6x faster
+// than MPI (kolo-bench --transport ucx, docs/benchmarks.md). About once a second a wait runs the
+// liveness check and CheckProgress, so a dead or frozen peer ends it with an error naming the rank
 // ("rank 1 (receive, tag 7)"), never a hang; on error the outstanding receives are cancelled
 // (ucp_request_cancel) and every request released. After its requests complete, a wait
 // drains the worker once more: a rendezvous sender completes only when its receiver, having

@@ -5,7 +5,9 @@
 // strings, Op::sized), a probe for the message (ucp_tag_probe_nb) that sizes the string and
 // receives it (ucp_tag_msg_recv_nbx): one message, not a length and then the bytes.
 #include <sched.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -13,10 +15,21 @@
 
 namespace kolo {
 
+namespace {
+
+// Idle polls of a wait before it starts yielding the core (UcxBatch::Wait): 64 where every rank
+// of the host has a core, 2 where they outnumber the cores (a spinning rank then holds the core
+// its peer needs to answer; the shared-memory barrier measured 15.8 us with 64 polls against
+// 5.2 us with 2 at 4 ranks on 2 cores, collectives/host/shm_node.cc).
+uint64_t SpinPolls(const UcxWorld& world) {
+  static const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));  // read once: ~6 us
+  return cores >= world.local_size() ? 64 : 2;
+}
+
+}  // namespace
+
 class UcxBatch : public P2PBatch {
  public:
-  static constexpr uint64_t kSpinPolls = 64;
-
   explicit UcxBatch(UcxCommunicator* comm) : comm_(comm) {}
   ~UcxBatch() override {
     // The contract: a batch destroyed without Wait waits (its wait still ends on a dead peer).
@@ -58,15 +71,16 @@ class UcxBatch : public P2PBatch {
     const auto start = Clock::now();
     auto next_check = start + std::chrono::seconds(1);
     UcxWorld& world = comm_->world();
+    const uint64_t spin_polls = SpinPolls(world);
     for (uint64_t polls = 0; !pending_.empty(); ++polls) {
       // Progress before every look, the first too: a wait that found its receives complete
       // without one and returned let a rank exit with its own last message not yet sent
-      // (measured in mpi.ucx_fault). Spinning first, as MPI's waits do (MpiCommunicator::
-      // WaitAll): yielding from the first idle poll on made a 2-rank exchange of 8 bytes 0.3-0.5
-      // us slower than over MPI, each sched_yield a system call while the peer's message is
-      // already on its way; after kSpinPolls the core goes to whoever needs it (ranks may
-      // outnumber cores: busy polling made one ring step of 4 ranks on 2 cores 2.7 ms).
-      if (!world.Progress() && polls > kSpinPolls) sched_yield();
+      // (measured in mpi.ucx_fault). Spinning first (SpinPolls), as MPI's waits do: yielding
+      // from the first idle poll on made a 2-rank exchange of 8 bytes 0.3-0.5 us slower than
+      // over MPI, each sched_yield a system call while the peer's message is already on its
+      // way; after that an idle poll gives the core to whoever needs it (ranks may outnumber
+      // cores: busy polling made one ring step of 4 ranks on 2 cores 2.7 ms).
+      if (!world.Progress() && polls >= spin_polls) sched_yield();
       for (size_t i = 0; i < pending_.size();) {
         Pending& p = pending_[i];
         if (p.request == nullptr) {

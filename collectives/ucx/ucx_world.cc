@@ -126,6 +126,7 @@ Status UcxWorld::Init() {
   }
   const bool one_host =
       std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == my_host; });
+  local_size_ = static_cast<int>(std::count(hosts.begin(), hosts.end(), my_host));
   std::string mine;
   const Status opened = OpenWorker(one_host, &mine);
   std::vector<std::string> all;

@@ -80,6 +80,8 @@ class UcxWorld {
   ucp_worker_h worker() const { return worker_; }
   ucp_ep_h endpoint(int world_rank) const { return peers_[world_rank].ep; }
   const std::string& host(int world_rank) const { return peers_[world_rank].host; }
+  // Ranks of the world on this rank's host (this one included).
+  int local_size() const { return local_size_; }
   // UCS_MEMORY_TYPE bits the context supports (ucp_context_query).
   uint64_t memory_types() const { return memory_types_; }
 
@@ -130,6 +132,7 @@ class UcxWorld {
   uint64_t memory_types_ = 0;
   std::vector<Peer> peers_;
   std::vector<uint64_t> used_ids_;  // bitmap over kMaxCommIds
+  int local_size_ = 1;
   bool broken_ = false;
 };
 
