@@ -296,12 +296,18 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
     const int64_t count = size / 4;
     if (count == 0) continue;
     const int64_t bytes = count * 4;
-    SelectionInput in = DescribeCommunicator(*comm);
-    in.bytes = static_cast<size_t>(bytes);
-    in.count = static_cast<size_t>(count);
-    in.dtype = DataType::kFloat32;
-    in.op = ReduceOp::kSum;
-    in.cost = &cost;
+    // What the selector knows of a communicator for this size: each variant is asked about
+    // the communicator it runs on (MPI's, or UCX's, which has no native all-reduce).
+    const auto describe = [&](const Communicator& on) {
+      SelectionInput in = DescribeCommunicator(on);
+      in.bytes = static_cast<size_t>(bytes);
+      in.count = static_cast<size_t>(count);
+      in.dtype = DataType::kFloat32;
+      in.op = ReduceOp::kSum;
+      in.cost = &cost;
+      return in;
+    };
+    const SelectionInput in = describe(*comm);
 
     std::vector<Variant*> active;
     std::vector<AlgorithmRow> unsupported;
@@ -309,7 +315,7 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
       v.samples_us.clear();
       v.wrong = 0;
       if (v.algorithm != nullptr) {
-        const Status s = v.algorithm->Supports(in);
+        const Status s = v.algorithm->Supports(v.comm != nullptr ? describe(*v.comm) : in);
         if (!s.ok()) {
           AlgorithmRow row;
           row.ranks = world.size;
