@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "base/online_cores.h"
 #include "collectives/host/node_pieces.h"
 #include "collectives/reduce.h"
 
@@ -34,12 +35,6 @@ constexpr uint64_t kSpinPollsOwnCore = 256;
 constexpr uint64_t kSpinPollsShared = 2;
 
 constexpr size_t kAutoSmall = ~size_t{0};
-
-// Read once: sysconf(_SC_NPROCESSORS_ONLN) reads a sysfs file, ~6 us, as much as a small call.
-int OnlineCores() {
-  static const int cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  return cores;
-}
 
 std::atomic<uint64_t>* Counter(void* region, size_t offset) {
   return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(region) + offset);

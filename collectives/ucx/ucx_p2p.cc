@@ -5,12 +5,11 @@
 // strings, Op::sized), a probe for the message (ucp_tag_probe_nb) that sizes the string and
 // receives it (ucp_tag_msg_recv_nbx): one message, not a length and then the bytes.
 #include <sched.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstring>
 
+#include "base/online_cores.h"
 #include "collectives/ucx/ucx_communicator.h"
 
 namespace kolo {
@@ -21,10 +20,7 @@ namespace {
 // of the host has a core, 2 where they outnumber the cores (a spinning rank then holds the core
 // its peer needs to answer; the shared-memory barrier measured 15.8 us with 64 polls against
 // 5.2 us with 2 at 4 ranks on 2 cores, collectives/host/shm_node.cc).
-uint64_t SpinPolls(const UcxWorld& world) {
-  static const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));  // read once: ~6 us
-  return cores >= world.local_size() ? 64 : 2;
-}
+uint64_t SpinPolls(const UcxWorld& world) { return OnlineCores() >= world.local_size() ? 64 : 2; }
 
 }  // namespace
 
