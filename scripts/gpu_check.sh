@@ -21,19 +21,32 @@
 # any stage failed or was skipped (a skipped stage checked nothing); without a GPU (a dry run)
 # every stage is listed with what it would run, and the status is 0.
 # Results go to docs/benchmarks.md ("GPU"), with the card, driver and date.
+# A GPU machine without kolo's build dependencies and no network to fetch them gets a bundle
+# made elsewhere (scripts/gpu_bundle.sh: build-gpu-bundle/, named by KOLO_GPU_BUILD_DIR): stage 2
+# then checks the bundle instead of building, and the stages run its binaries with its libraries;
+# MPI starts as a singleton (no mpirun there).
 #
 # Usage: scripts/gpu_check.sh        Environment: KOLO_GPU_ARCH (e.g. 90; default: nvidia-smi's),
 #   KOLO_GPU_CHECK_BUDGET_S (540), KOLO_GPU_CHECK_DRY_RUN=1 (list the stages as on a machine
-#   without a GPU, whatever is here)
+#   without a GPU, whatever is here), KOLO_GPU_BUILD_DIR (build-gpu, or a bundle),
+#   KOLO_GPU_PYTHON (default: /usr/bin/python3 if it has torch, else python3 on PATH)
 set -uo pipefail
 # shellcheck source=scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
-cd "${KOLO_ROOT}"
+cd "${KOLO_ROOT}" || exit 1
 
 readonly started=$SECONDS
 readonly budget="${KOLO_GPU_CHECK_BUDGET_S:-540}"
 readonly out_dir="${OUT:-${KOLO_ROOT}/build-gpu}"
-readonly build=build-gpu
+readonly build="${KOLO_GPU_BUILD_DIR:-build-gpu}"
+# The Python with PyTorch: Debian's here, a virtual environment's on a GPU image.
+py="${KOLO_GPU_PYTHON:-}"
+if [[ -z "${py}" ]]; then
+  for candidate in /usr/bin/python3 "$(command -v python3 || true)"; do
+    [[ -x "${candidate}" ]] && "${candidate}" -c 'import torch' 2>/dev/null && py="${candidate}" && break
+  done
+fi
+py="${py:-/usr/bin/python3}"
 mkdir -p "${out_dir}"
 readonly summary="${out_dir}/gpu_check.md"
 rows=()
@@ -121,7 +134,7 @@ nccl_inc="" nccl_lib=""
 for d in /usr/local/cuda/include /usr/include; do
   [[ -f "${d}/nccl.h" ]] && nccl_inc="${d}" && break
 done
-py_nccl="$(/usr/bin/python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)"
+py_nccl="$("${py}" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)"
 [[ -z "${nccl_inc}" && -n "${py_nccl}" && -f "${py_nccl}/include/nccl.h" ]] && nccl_inc="${py_nccl}/include"
 [[ -n "${py_nccl}" && -d "${py_nccl}/lib" ]] && nccl_lib="${py_nccl}/lib"
 {
@@ -129,7 +142,8 @@ py_nccl="$(/usr/bin/python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[
   echo "nvcc: ${nvcc:-none} $([[ -n "${nvcc}" ]] && "${nvcc}" --version | tail -1)"
   echo "nccl.h: ${nccl_inc:-none} $(grep -hE '#define NCCL_(MAJOR|MINOR|PATCH) ' "${nccl_inc:-/dev/null}/nccl.h" 2>/dev/null | awk '{printf "%s ", $3}')"
   echo "nccl wheel: ${py_nccl:-none}"
-  echo "torch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null || echo none)"
+  echo "python: ${py} $("${py}" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)"
+  echo "torch: $("${py}" -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null || echo none)"
 } >"${out_dir}/versions.txt"
 row "versions" "$([[ ${gpu} == yes ]] && echo found || echo listed)" "$(tr '\n' ';' <"${out_dir}/versions.txt" | cut -c1-200)"
 arch="${KOLO_GPU_ARCH:-}"
@@ -160,7 +174,35 @@ if ((${#missing[@]})); then
 fi
 build_cmd=(cmake --build "${build}" -j "$(nproc)" --target kolo kolo_gpu_tests kolo-gpu-check
   kolo-bench _kolo)
-if [[ "${gpu}" == no ]]; then
+if [[ -f "${build}/BUNDLE" ]]; then
+  # A bundle (scripts/gpu_bundle.sh): its libraries first, Open MPI's components and messages and PMIx's from
+  # it, and MPI_Init as a singleton without a daemon (no orted there).
+  bundle_arch="$(sed -n 's/^arch: sm_//p' "${build}/BUNDLE")"
+  bundle_py="$(sed -n 's/^python: //p' "${build}/BUNDLE")"
+  here_py="$("${py}" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
+  lib="$(cd "${build}/lib" && pwd)"
+  export LD_LIBRARY_PATH="${lib}:${LD_LIBRARY_PATH:-}"
+  export OMPI_MCA_mca_base_component_path="${lib}/openmpi"
+  export PMIX_MCA_mca_base_component_path="${lib}/pmix"
+  export OMPI_MCA_ess_singleton_isolated=1
+  OPAL_PREFIX="$(cd "${build}" && pwd)"
+  export OPAL_PREFIX
+  if [[ "${gpu}" == no ]]; then
+    skip "bundle ${build}/ (no build here)" "no GPU; would run the stages below on it: $(tr '\n' ';' <"${build}/BUNDLE" | cut -c1-160)"
+    full_why="no GPU"
+  elif [[ "${bundle_arch}" != "${arch}" ]]; then
+    row "bundle ${build}/" "FAIL" "built for sm_${bundle_arch}, this GPU is sm_${arch}: $(tr '\n' ';' <"${build}/BUNDLE")"
+    problems=$((problems + 1))
+    full_why="the bundle is for another GPU"
+  elif [[ "${bundle_py%.*}" != "${here_py}" ]]; then
+    full_build=yes
+    row "bundle ${build}/" "FAIL" "its extension is for Python ${bundle_py}, ${py} is ${here_py}: kolo.torch cannot load"
+    problems=$((problems + 1))
+  else
+    full_build=yes
+    row "bundle ${build}/ (no build here)" "found" "$(tr '\n' ';' <"${build}/BUNDLE" | cut -c1-200)"
+  fi
+elif [[ "${gpu}" == no ]]; then
   skip "full build (sm_${arch})" "no GPU; would configure ${build}/ with KOLO_WITH_CUDA=ON for this GPU's architecture and run: ${build_cmd[*]}${full_why:+ (and here: ${full_why})}"
   full_why="no GPU"
 elif [[ -n "${full_why}" ]]; then
@@ -197,7 +239,7 @@ with_build() {
 }
 
 # ---- 3. the GPU gtests ----------------------------------------------------------------------
-with_build "GPU gtests (kolo_gpu_tests)" gpu-gtests.log 240 "${build}/tests/kolo_gpu_tests"
+with_build "GPU gtests (kolo_gpu_tests)" gpu-gtests.log 150 "${build}/tests/kolo_gpu_tests"
 # A test that skipped checked nothing; only the two-GPU ones may, on a one-GPU machine.
 if [[ -f "${out_dir}/gpu-gtests.log" ]]; then
   skipped_tests="$(grep -A1 -E ': Skipped$' "${out_dir}/gpu-gtests.log" |
@@ -213,7 +255,7 @@ sanitizer="$(command -v compute-sanitizer || { [[ -x /usr/local/cuda/bin/compute
 if [[ -z "${sanitizer}" && "${gpu}" == yes ]]; then
   skip "compute-sanitizer memcheck (pack, fused all-reduce)" "no compute-sanitizer in the toolkit"
 else
-  with_build "compute-sanitizer memcheck (pack, fused all-reduce)" sanitizer.log 180 \
+  with_build "compute-sanitizer memcheck (pack, fused all-reduce)" sanitizer.log 150 \
     "${sanitizer:-compute-sanitizer}" --tool memcheck --error-exitcode 1 \
     "${build}/tests/kolo_gpu_tests" '--gtest_filter=GpuPack.*:GpuRuntime.FusedDeviceAllreduceWithScaling'
 fi
@@ -256,7 +298,7 @@ fi
 if [[ -n "${check_bin}" ]]; then
   kolo_log "running ${check_bin}"
   limit="$(left)"
-  ((limit > 300)) && limit=300
+  ((limit > 150)) && limit=150
   ((limit < 15)) && limit=15
   check_table="$(timeout "${limit}" "${check_bin}" 2>"${out_dir}/gpu_check.stderr")"
   rc=$?
@@ -278,18 +320,23 @@ else
 fi
 
 # ---- 6. kolo.torch on CUDA tensors ----------------------------------------------------------
-with_build "kolo.torch on CUDA (tests/python/test_cuda.py, 1 rank)" pytest-cuda.log 180 \
-  env PYTHONPATH="${build}/python" /usr/bin/python3 -m pytest -x -q -p no:cacheprovider \
+with_build "kolo.torch on CUDA (tests/python/test_cuda.py, 1 rank)" pytest-cuda.log 120 \
+  env PYTHONPATH="${build}/python" "${py}" -m pytest -x -q -p no:cacheprovider \
   tests/python/test_cuda.py
 
 # ---- 7. the device benchmarks ---------------------------------------------------------------
-with_build "kolo-bench --device cuda (sweep)" bench-cuda.txt 150 \
-  mpirun --allow-run-as-root -np 1 "${build}/bench/kolo-bench" --device cuda -b 1M -e 1G -f 4 \
+# One rank: under mpirun where there is one, else MPI's singleton start (always with a bundle:
+# an mpirun there is not the MPI it was built with).
+one_rank=()
+[[ ! -f "${build}/BUNDLE" ]] && command -v mpirun >/dev/null 2>&1 &&
+  one_rank=(mpirun --allow-run-as-root -np 1)
+with_build "kolo-bench --device cuda (sweep)" bench-cuda.txt 120 \
+  "${one_rank[@]}" "${build}/bench/kolo-bench" --device cuda -b 1M -e 1G -f 4 \
   -n 10 -w 3 -R 3
 for model in resnet50 bert-base; do
   log="bench-cuda-${model}.txt"
   with_build "kolo-bench --device cuda --model ${model}" "${log}" 60 \
-    mpirun --allow-run-as-root -np 1 "${build}/bench/kolo-bench" --device cuda --model "${model}" \
+    "${one_rank[@]}" "${build}/bench/kolo-bench" --device cuda --model "${model}" \
     -n 20 -w 5
   # The run's kolo/NCCL time ratios and its pack kernel line, for docs/benchmarks.md.
   if [[ "${full_build}" == yes && -f "${out_dir}/${log}" ]]; then
