@@ -96,6 +96,10 @@ Status NcclAllreduce::Enqueue(Communicator& comm, const AllreduceArgs& args) {
 
 NcclPostscale NcclPostscaleFor(DataType dtype, double postscale, int ranks) {
   if (!IsFloatingPoint(dtype) || postscale == 1.0) return NcclPostscale::kNone;
+  // One rank: NCCL runs its one-rank kernel, which (NCCL 2.28.9 on an H200, kolo-gpu-check's
+  // raw PreMulSum row) left the last count % 16 elements of a float32 PreMulSum out of place
+  // unwritten. The all-reduce of one rank is a copy; the caller's own scaling pass costs the same.
+  if (ranks == 1) return NcclPostscale::kNone;
   // The same expression as LowerReduce's Average, so Average matches exactly.
   if (ranks > 0 && postscale == 1.0 / ranks) return NcclPostscale::kAverage;
   if (dtype == DataType::kFloat32 || dtype == DataType::kFloat64) return NcclPostscale::kPreMulSum;

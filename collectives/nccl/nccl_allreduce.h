@@ -54,7 +54,8 @@ NcclAllreduceAlgorithm ParseNcclAlgo(std::string_view nccl_algo);
 // postscale for float32 and float64 (each rank's input times the factor, then the sum: equal in
 // exact arithmetic, rounded differently by at most an ulp or so), or not at all: integers
 // truncate after the sum, and float16/bfloat16 would need the factor in their own type, which
-// rounds it (the caller then scales in a pass of its own, in float32).
+// rounds it (the caller then scales in a pass of its own, in float32). Not at all at one rank
+// either (NCCL's one-rank kernel got float32 PreMulSum wrong: nccl_allreduce.cc).
 enum class NcclPostscale { kNone, kAverage, kPreMulSum };
 NcclPostscale NcclPostscaleFor(DataType dtype, double postscale, int ranks);
 

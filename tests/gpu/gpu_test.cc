@@ -33,6 +33,7 @@
 namespace kolo {
 namespace {
 
+using gpu_testing::FirstDifference;
 using gpu_testing::kAllDtypes;
 using gpu_testing::kPoison;
 using gpu_testing::Values;
@@ -345,8 +346,10 @@ TEST(GpuRuntime, OneTensorOutOfPlaceWithAPostscaleLeavesTheInput) {
       std::vector<uint8_t> got(bytes), kept(bytes);
       ASSERT_EQ(cudaMemcpy(got.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(kept.data(), d_in, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), bytes)) << "output";
-      EXPECT_EQ(0, std::memcmp(kept.data(), in.data(), bytes)) << "the input was written";
+      const size_t size = DataTypeSize(dtype);
+      EXPECT_EQ("", FirstDifference(got.data(), want.data(), bytes, size)) << "output";
+      EXPECT_EQ("", FirstDifference(kept.data(), in.data(), bytes, size))
+          << "the input was written";
       cudaFree(d_in);
       cudaFree(d_out);
     }

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,30 @@ namespace gpu_testing {
   } while (0)
 
 inline constexpr uint8_t kPoison = 0xA5;
+
+// Where `got` first differs from `want` (elements of `size` bytes): "element i of n: got <hex>,
+// want <hex>, N elements differ", or "" when equal; a failure says more than memcmp's sign.
+inline std::string FirstDifference(const uint8_t* got, const uint8_t* want, size_t bytes,
+                                   size_t size) {
+  size_t first = bytes, differ = 0;
+  for (size_t at = 0; at + size <= bytes; at += size) {
+    if (std::memcmp(got + at, want + at, size) == 0) continue;
+    if (differ++ == 0) first = at;
+  }
+  if (differ == 0) return "";
+  auto hex = [&](const uint8_t* p) {
+    std::string text;
+    char b[3];
+    for (size_t k = size; k-- > 0;) {  // little-endian: the most significant byte first
+      std::snprintf(b, sizeof(b), "%02x", p[first + k]);
+      text += b;
+    }
+    return text;
+  };
+  return "element " + std::to_string(first / size) + " of " + std::to_string(bytes / size) +
+         ": got 0x" + hex(got) + ", want 0x" + hex(want) + "; " + std::to_string(differ) +
+         " elements differ";
+}
 
 // Bytes that hold valid values of every dtype: small integers, or halves/floats from them.
 inline std::vector<uint8_t> Values(DataType dtype, size_t count, int seed) {

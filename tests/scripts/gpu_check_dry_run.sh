@@ -35,4 +35,20 @@ if [[ -d "${root}/build-gpu" ]] && [[ -n "$(find "${root}/build-gpu" -newer "${o
   echo "the dry run wrote under build-gpu/: $(find "${root}/build-gpu" -newer "${out}/stamp" | head -3)"
   exit 1
 fi
-echo "gpu_check.sh dry run: $(grep -cF '| skipped |' "${table}") stages listed as skipped, exit 0"
+# With a bundle (scripts/gpu_bundle.sh) named by KOLO_GPU_BUILD_DIR: listed, not built, and the
+# stages would run its binaries.
+bundle="${out}/bundle"
+mkdir -p "${bundle}/lib"
+printf 'built: test\narch: sm_90\npython: 3.12.1\n' >"${bundle}/BUNDLE"
+rm -f "${table}"
+OUT="${out}" KOLO_GPU_CHECK_DRY_RUN=1 KOLO_GPU_BUILD_DIR="${bundle}" timeout 120 \
+  "${root}/scripts/gpu_check.sh" >"${out}/stdout" 2>&1 || {
+  echo "gpu_check.sh exited $? in a dry run with a bundle:"
+  cat "${out}/stdout"
+  exit 1
+}
+for stage in '^\| bundle .* \| skipped \| no GPU; would run the stages below on it: built: test' \
+    "^\\| GPU gtests \\(kolo_gpu_tests\\) \\| skipped \\| .*would run: ${bundle}/tests/kolo_gpu_tests"; do
+  grep -qE -- "${stage}" "${table}" || { echo "missing from the table: ${stage}"; cat "${table}"; exit 1; }
+done
+echo "gpu_check.sh dry run: $(grep -cF '| skipped |' "${table}") stages listed as skipped, exit 0 (also with a bundle)"

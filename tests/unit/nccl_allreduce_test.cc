@@ -133,6 +133,9 @@ TEST(NcclAllreduce, PostscalesNcclCanFoldIntoTheReduction) {
   EXPECT_EQ(NcclPostscaleFor(DataType::kBFloat16, 2.0, 4), NcclPostscale::kNone);
   EXPECT_EQ(NcclPostscaleFor(DataType::kInt64, 0.5, 2), NcclPostscale::kNone);
   EXPECT_EQ(NcclPostscaleFor(DataType::kFloat32, 1.0, 4), NcclPostscale::kNone);
+  // One rank: kolo scales itself (NCCL's one-rank kernel left a float32 PreMulSum's tail).
+  EXPECT_EQ(NcclPostscaleFor(DataType::kFloat32, 0.5, 1), NcclPostscale::kNone);
+  EXPECT_EQ(NcclPostscaleFor(DataType::kFloat64, 0.25, 1), NcclPostscale::kNone);
   const NcclAllreduce nccl;
   EXPECT_TRUE(nccl.FoldsPostscale(DataType::kFloat32, 0.5, 3));
   EXPECT_TRUE(nccl.FoldsPostscale(DataType::kInt64, 1.0, 2));  // nothing to fold

@@ -52,6 +52,9 @@ std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& con
 void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn);
 
 // Waits for a handle with a deadline, so a lost completion fails instead of hanging.
+// KOLO_TEST_WAIT_S, when set, raises the deadline to at least that many seconds: under a tool
+// that slows everything (compute-sanitizer instruments every kernel NCCL loads) a slow
+// completion is not a lost one.
 Status WaitFor(Handle& handle, std::chrono::milliseconds deadline = std::chrono::seconds(20));
 
 }  // namespace kolo::testing
