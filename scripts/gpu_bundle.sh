@@ -38,7 +38,8 @@ nvcc=/usr/local/cuda/bin/nvcc
 [[ -x "${nvcc}" ]] || { echo "gpu_bundle: no ${nvcc} (the CUDA toolkit)" >&2; exit 1; }
 
 kolo_install_packages "${KOLO_PACKAGES[@]}"
-pybind11_dir="$("${py}" -m pybind11 --cmakedir 2>/dev/null || true)"
+pybind11_dir="$("${py}" -m pybind11 --cmakedir 2>/dev/null ||
+  PYTHONPATH="${build}/pybind11" "${py}" -m pybind11 --cmakedir 2>/dev/null || true)"
 if [[ -z "${pybind11_dir}" ]]; then
   kolo_run "${py}" -m pip install -q --target "${build}/pybind11" pybind11
   pybind11_dir="$(PYTHONPATH="${build}/pybind11" "${py}" -m pybind11 --cmakedir)"
