@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +30,8 @@ Table g_tables[2];
 std::atomic<int> g_current{-1};
 std::mutex g_mu;
 bool g_installed = false;
+// Set by the first SIGTERM's handler: a second SIGTERM while it runs kills at once.
+std::atomic<bool> g_terminating{false};
 
 // Appends text / a number to buf (no allocation, no locale: async-signal-safe).
 void Put(char* buf, size_t cap, size_t* len, const char* text) {
@@ -47,7 +50,68 @@ void PutInt(char* buf, size_t cap, size_t* len, long v) {
   while (n && *len + 1 < cap) buf[(*len)++] = digits[--n];
 }
 
+// True while `pid` runs and catches SIGTERM: under kolo's notice, its handler has not yet
+// written (it restores the default action once it has). Reads the SigCgt mask of
+// /proc/<pid>/status. Async-signal-safe.
+bool NoticePending(int pid) {
+  if (ProcessGone(pid)) return false;
+  char path[64];
+  size_t len = 0;
+  Put(path, sizeof path, &len, "/proc/");
+  PutInt(path, sizeof path, &len, pid);
+  Put(path, sizeof path, &len, "/status");
+  path[len] = '\0';
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return false;
+  char status[4096];
+  const ssize_t n = read(fd, status, sizeof status - 1);
+  close(fd);
+  if (n <= 0) return false;
+  status[n] = '\0';
+  const char* field = strstr(status, "\nSigCgt:");
+  if (!field) return false;
+  unsigned long long caught = 0;
+  for (const char* c = field + 8; *c && *c != '\n'; ++c) {
+    if (*c >= '0' && *c <= '9') caught = caught * 16 + static_cast<unsigned>(*c - '0');
+    if (*c >= 'a' && *c <= 'f') caught = caught * 16 + static_cast<unsigned>(*c - 'a' + 10);
+  }
+  return (caught >> (SIGTERM - 1)) & 1;
+}
+
+// Keeps this process, its notice written, while another rank on this host still catches SIGTERM
+// (NoticePending: its notice not yet written), for at most a second. A launcher that ends the
+// job signals every rank on the node at once and may kill the rest as soon as one dies: Open
+// MPI's sends SIGCONT, SIGTERM, SIGKILL a second apart, but in a sleep() that SIGCHLD cuts
+// short, so a rank that died of SIGTERM at once brought SIGKILL to the others within
+// milliseconds, and one whose handler had not run yet (another process had the core) died
+// without its notice. Open MPI's own SIGKILL, a second after the SIGTERM, ends a longer wait.
+void AwaitPeerNotices(const Table& t) {
+  constexpr long kHoldNs = 1000L * 1000 * 1000;
+  constexpr long kPollNs = 2L * 1000 * 1000;
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    bool pending = false;
+    for (int i = 0; i < t.count && !pending; ++i) {
+      pending = t.peers[i].rank != t.rank && NoticePending(t.peers[i].pid);
+    }
+    if (!pending) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const long waited =
+        (now.tv_sec - start.tv_sec) * 1000L * 1000 * 1000 + (now.tv_nsec - start.tv_nsec);
+    if (waited >= kHoldNs) return;
+    struct timespec pause = {0, kPollNs};
+    nanosleep(&pause, nullptr);
+  }
+}
+
 void OnTerminate(int sig) {
+  // A second SIGTERM, taken by another thread while this one writes its notice: die of it now.
+  if (g_terminating.exchange(true)) {
+    DeferWhileWriting(sig);
+    return;
+  }
   const int current = g_current.load();
   if (current >= 0) {
     const Table& t = g_tables[current];
@@ -76,6 +140,12 @@ void OnTerminate(int sig) {
     Put(buf, sizeof buf, &len, "\n");
     ssize_t ignored = write(STDERR_FILENO, buf, len);
     (void)ignored;
+    // The default action again: what the other ranks here read as "its notice is written"
+    // (NoticePending), and a further SIGTERM kills at once.
+    signal(SIGTERM, SIG_DFL);
+    // Not in a child forked from the rank (a data loader's worker inherits this handler): the
+    // ranks do not wait for it, nor it for them.
+    if (static_cast<int>(getpid()) == t.pid) AwaitPeerNotices(t);
   }
   // Die of it (the previous disposition was the default), once a timeline flush in progress,
   // if any, has finished writing.
@@ -151,7 +221,9 @@ void WatchPeers(int rank, int size, const std::string& host, const std::vector<L
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = OnTerminate;
-  action.sa_flags = SA_RESETHAND;  // a second SIGTERM kills at once
+  // Not SA_RESETHAND: the handler restores the default itself once its notice is written,
+  // which the other ranks on this host wait for (AwaitPeerNotices).
+  action.sa_flags = 0;
   sigemptyset(&action.sa_mask);
   if (sigaction(SIGTERM, &action, nullptr) == 0) g_installed = true;
 }
@@ -160,13 +232,19 @@ Status CheckPeers() {
   const int current = g_current.load();
   if (current < 0) return Status::OK();
   const Table& t = g_tables[current];
+  // Every one that is gone, not the first: by the time this check runs, a survivor that
+  // reported the lost rank may have ended too, and naming only the lower rank would blame it.
+  std::string gone;
+  int count = 0;
   for (int i = 0; i < t.count; ++i) {
     if (t.peers[i].rank == t.rank || !ProcessGone(t.peers[i].pid)) continue;
-    return UnavailableError("rank " + std::to_string(t.peers[i].rank) + " (pid " +
-                            std::to_string(t.peers[i].pid) + " on " + t.host +
-                            ") is gone: it exited or was killed without shutting kolo down");
+    gone += (count++ ? ", rank " : "rank ") + std::to_string(t.peers[i].rank) + " (pid " +
+            std::to_string(t.peers[i].pid) + " on " + t.host + ") is gone";
   }
-  return Status::OK();
+  if (count == 0) return Status::OK();
+  return UnavailableError(
+      gone + (count == 1 ? ": it exited or was killed" : ": they exited or were killed") +
+      " without shutting kolo down");
 }
 
 }  // namespace kolo
