@@ -31,9 +31,13 @@ def main():
         launch = [sys.executable, "-m", mpiexec, "-np", str(np_), "--timeout", "100",
                   "--grace", "15", "--"]
     else:
-        launch = [mpiexec, "-np", str(np_)] + sys.argv[4:]
-    # Per-rank files: a rank that ends first (os._exit after its verdict, without MPI_Finalize)
-    # makes mpirun tear the job down before it forwards the others' output.
+        # --enable-recovery: mpirun leaves the other ranks running when one dies or ends first
+        # (os._exit after its verdict, without MPI_Finalize). Otherwise it tears them down, its
+        # SIGTERM a second after the loss, or as soon as another rank ends: the same second in
+        # which a survivor's own check notices the lost rank, so a survivor could die before
+        # its verdict. Every rank here ends by itself; TIMEOUT_S bounds one that would not.
+        launch = [mpiexec, "-np", str(np_), "--enable-recovery"] + sys.argv[4:]
+    # Per-rank files: what a rank printed does not depend on the launcher forwarding it.
     _, out, _ = run_rank_files(launch, [sys.executable, script, mode], dict(os.environ),
                                TIMEOUT_S)
     verdicts = results(out)
