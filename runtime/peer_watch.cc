@@ -50,24 +50,31 @@ void PutInt(char* buf, size_t cap, size_t* len, long v) {
   while (n && *len + 1 < cap) buf[(*len)++] = digits[--n];
 }
 
+// Reads /proc/<pid>/<file> into buf (NUL-terminated), at most cap - 1 bytes; the bytes read, or
+// <= 0 when it cannot be read. Async-signal-safe.
+ssize_t ReadProcFile(int pid, const char* file, char* buf, size_t cap) {
+  char path[64];
+  size_t len = 0;
+  Put(path, sizeof path, &len, "/proc/");
+  PutInt(path, sizeof path, &len, pid);
+  Put(path, sizeof path, &len, "/");
+  Put(path, sizeof path, &len, file);
+  path[len] = '\0';
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return -1;
+  const ssize_t n = read(fd, buf, cap - 1);
+  close(fd);
+  if (n > 0) buf[n] = '\0';
+  return n;
+}
+
 // True while `pid` runs and catches SIGTERM: under kolo's notice, its handler has not yet
 // written (it restores the default action once it has). Reads the SigCgt mask of
 // /proc/<pid>/status. Async-signal-safe.
 bool NoticePending(int pid) {
   if (ProcessGone(pid)) return false;
-  char path[64];
-  size_t len = 0;
-  Put(path, sizeof path, &len, "/proc/");
-  PutInt(path, sizeof path, &len, pid);
-  Put(path, sizeof path, &len, "/status");
-  path[len] = '\0';
-  const int fd = open(path, O_RDONLY);
-  if (fd < 0) return false;
   char status[4096];
-  const ssize_t n = read(fd, status, sizeof status - 1);
-  close(fd);
-  if (n <= 0) return false;
-  status[n] = '\0';
+  if (ReadProcFile(pid, "status", status, sizeof status) <= 0) return false;
   const char* field = strstr(status, "\nSigCgt:");
   if (!field) return false;
   unsigned long long caught = 0;
@@ -155,17 +162,8 @@ void OnTerminate(int sig) {
 // The state letter of /proc/<pid>/stat ('R', 'S', 'T' stopped, 't' traced, 'Z' zombie...), or
 // 0 when it cannot be read. Async-signal-safe.
 char ProcessState(int pid) {
-  char path[64];
-  size_t len = 0;
-  Put(path, sizeof path, &len, "/proc/");
-  PutInt(path, sizeof path, &len, pid);
-  Put(path, sizeof path, &len, "/stat");
-  path[len] = '\0';
-  const int fd = open(path, O_RDONLY);
-  if (fd < 0) return 0;
   char stat[256];
-  const ssize_t n = read(fd, stat, sizeof stat - 1);
-  close(fd);
+  const ssize_t n = ReadProcFile(pid, "stat", stat, sizeof stat);
   if (n <= 0) return 0;
   // "pid (comm) S ...": the state follows the last ')'.
   for (ssize_t i = n - 1; i > 0; --i) {
