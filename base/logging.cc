@@ -88,10 +88,4 @@ void LogMessage(LogLevel level, std::string_view subsystem, std::string_view mes
                g_rank.load(), g_size.load(), subsystem, message);
 }
 
-std::string HostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
-}
-
 }  // namespace kolo

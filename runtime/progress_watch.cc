@@ -1,24 +1,11 @@
 #include "runtime/progress_watch.h"
 
-#include <cstdio>
-
 #include "base/logging.h"
+#include "base/seconds_text.h"
 #include "runtime/peer_watch.h"
 
 namespace kolo {
 namespace {
-
-std::string Seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f", s);
-  return buf;
-}
-
-std::string Setting(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", s);
-  return buf;
-}
 
 // "allreduce 'grad' (fused with 3 more)".
 std::string Describe(const Response& response) {
@@ -53,25 +40,25 @@ Status ProgressWatch::Check(Clock::time_point since, const std::string& waiting_
   const std::string operation = negotiating_ ? std::string("negotiation")
                                 : response_  ? Describe(*response_)
                                              : std::string("a collective");
-  std::string what = operation +
-                     (algorithm_.empty() ? "" : " (" + std::string(algorithm_) + ")") + " on rank " +
-                     std::to_string(rank_) + ": no progress for " + Seconds(waited) +
-                     " s waiting for " + waiting_for;
+  std::string what = operation + (algorithm_.empty() ? "" : " (" + std::string(algorithm_) + ")") +
+                     " on rank " + std::to_string(rank_) + ": no progress for " +
+                     TenthsText(waited) + " s waiting for " + waiting_for;
   if (const std::string stopped = StoppedPeers(); !stopped.empty()) {
     what += "; stopped on this host: " + stopped;
   }
   if (options_.shutdown_seconds > 0 && waited >= options_.shutdown_seconds) {
-    failure_ = DeadlineExceededError(what + "; stalled for over " +
-                                     Setting(options_.shutdown_seconds) +
-                                     " s (KOLO_STALL_SHUTDOWN_TIME_SECONDS=" +
-                                     Setting(options_.shutdown_seconds) + "): a rank that is " +
-                                     "stopped, in a debugger or frozen, or a host overloaded");
+    failure_ = DeadlineExceededError(
+        what + "; stalled for over " + SettingText(options_.shutdown_seconds) +
+        " s (KOLO_STALL_SHUTDOWN_TIME_SECONDS=" + SettingText(options_.shutdown_seconds) +
+        "): a rank that is " + "stopped, in a debugger or frozen, or a host overloaded");
     return failure_;
   }
   if (waited >= options_.check_seconds && since != warned_since_) {
     warned_since_ = since;
-    KOLO_LOG_WARNING("stall", "{} (over KOLO_STALL_CHECK_TIME_SECONDS={} s): is that rank "
-                     "stopped, in a debugger or frozen?", what, Setting(options_.check_seconds));
+    KOLO_LOG_WARNING("stall",
+                     "{} (over KOLO_STALL_CHECK_TIME_SECONDS={} s): is that rank "
+                     "stopped, in a debugger or frozen?",
+                     what, SettingText(options_.check_seconds));
   }
   return Status::OK();
 }

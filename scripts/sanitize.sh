@@ -30,7 +30,14 @@ readonly SAN_DIR="${KOLO_ROOT}/scripts/sanitizers"
 # -O1: sanitizer builds compile faster and report more precisely; no -DNDEBUG: asserts on.
 # -g1: line tables only, all a sanitizer's stack trace needs (file:line in every frame); it
 # compiles ~13% faster than -g, and these builds are most of the stages' time.
-readonly SAN_BUILD_FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Unity builds (CMake compiles each target's sources in batches of 8, one translation unit per
+# batch): each header is parsed once per batch, not once per file. The TSan build of the unit
+# tests took 174 s from scratch against 282 s file by file. These folders are built from
+# scratch for each run, where a batch's recompiling of 8 files for one change does not matter;
+# build/ stays file by file for day-to-day work, and it is what checks each file's own includes.
+# Names local to a file (anonymous namespaces, statics) must therefore differ between the files
+# of a target.
+readonly SAN_BUILD_FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1")
 # libFuzzer comes with clang's runtime; Debian 12's clang is 14.
 readonly FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)

@@ -26,8 +26,6 @@ namespace kolo {
 
 namespace {
 
-constexpr uint16_t kNvidia = 0x10de;
-constexpr uint16_t kAmd = 0x1002;
 constexpr double kMaxNvlinkGbps = 10000;
 using PciAttr = hwloc_obj_attr_u::hwloc_pcidev_attr_s;
 
@@ -61,7 +59,7 @@ std::string Info(hwloc_obj_t obj, const char* name) {
 
 bool IsGpu(const PciAttr& p) {
   const bool display = (p.class_id >> 8) == 0x03;
-  return display && (p.vendor_id == kNvidia || p.vendor_id == kAmd);
+  return display && (p.vendor_id == kPciVendorNvidia || p.vendor_id == kPciVendorAmd);
 }
 
 bool IsNetwork(const PciAttr& p) { return (p.class_id >> 8) == 0x02; }
@@ -69,7 +67,7 @@ bool IsNetwork(const PciAttr& p) { return (p.class_id >> 8) == 0x02; }
 bool IsNvswitch(hwloc_obj_t obj) {
   if (obj->type != HWLOC_OBJ_PCI_DEVICE) return false;
   if (obj->subtype != nullptr && std::strcmp(obj->subtype, "NVSwitch") == 0) return true;
-  return obj->attr->pcidev.vendor_id == kNvidia && obj->attr->pcidev.class_id == 0x0680;
+  return obj->attr->pcidev.vendor_id == kPciVendorNvidia && obj->attr->pcidev.class_id == 0x0680;
 }
 
 // A switch's upstream port: a PCI-PCI bridge with two or more bridges (its downstream ports)

@@ -3,7 +3,6 @@
 namespace kolo {
 
 namespace {
-constexpr uint16_t kNvidia = 0x10de;
 constexpr uint16_t kMellanox = 0x15b3;
 constexpr uint16_t kAmazon = 0x1d0f;
 constexpr uint16_t kIntel = 0x8086;
@@ -14,7 +13,7 @@ bool Contains(std::string_view s, std::string_view part) {
 }  // namespace
 
 int NvlinkGeneration(uint16_t vendor_id, uint16_t device_id) {
-  if (vendor_id != kNvidia) return 0;
+  if (vendor_id != kPciVendorNvidia) return 0;
   switch (device_id >> 8) {
     case 0x15: return 1;
     case 0x1d: return 2;
@@ -26,7 +25,7 @@ int NvlinkGeneration(uint16_t vendor_id, uint16_t device_id) {
 }
 
 bool IsSxmGpu(uint16_t vendor_id, uint16_t device_id) {
-  if (vendor_id != kNvidia) return false;
+  if (vendor_id != kPciVendorNvidia) return false;
   switch (device_id) {
     case 0x15f9: case 0x1db1: case 0x1db5: case 0x1db8: case 0x20b0: case 0x20b2:
     case 0x2330: case 0x2335: case 0x2901:

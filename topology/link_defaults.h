@@ -15,6 +15,10 @@
 
 namespace kolo {
 
+// PCI vendor ids (the PCI-SIG's list).
+constexpr uint16_t kPciVendorNvidia = 0x10de;
+constexpr uint16_t kPciVendorAmd = 0x1002;
+
 // NVLink generation of an NVIDIA GPU from its PCI device id, by architecture (device id ranges
 // of NVIDIA's PCI id list): 1 Pascal P100 (0x15xx), 2 Volta V100 (0x1dxx), 3 Ampere A100
 // (0x20xx), 4 Hopper H100/H200 (0x23xx), 5 Blackwell B100/B200 (0x29xx); 0 = unknown or none.

@@ -17,8 +17,6 @@ std::string Fmt(const char* format, double a, double b = 0, double c = 0) {
   return buf;
 }
 
-bool Rdma(NicKind k) { return k != NicKind::kEthernet && k != NicKind::kOther; }
-
 double PcieRaw(const PciPlace& p) { return p.path_gbps > 0 ? p.path_gbps : kDefaultPcieRawGbps; }
 
 const Package* PackageOf(const Topology& t, int p) {
@@ -233,7 +231,7 @@ StatusOr<LinkModel> BuildLinkModel(const JobLayout& job) {
         // No GPUDirect RDMA across the CPU, nor through a NIC without RDMA (TCP over plain
         // Ethernet, however close): the data is staged through host memory. (The RDMA test
         // was missing, so a GPU next to a plain Ethernet port counted as GPUDirect.)
-        if (pa.nic >= 0 && !Rdma(t.nics[pa.nic].kind)) {
+        if (pa.nic >= 0 && !IsRdma(t.nics[pa.nic].kind)) {
           dev.basis += ", staged through host memory (NIC without RDMA)";
           dev.alpha_us += kPcieHopUs;
         } else if (pa.nic >= 0 && t.GpuNicLink(pa.gpu, pa.nic) >= LinkClass::kNode) {

@@ -76,10 +76,6 @@ LinkClass Topology::GpuLink(int a, int b) const {
 
 LinkClass Topology::GpuNicLink(int g, int n) const { return PciLink(gpus[g].pci, nics[n].pci); }
 
-namespace {
-bool Rdma(NicKind k) { return k != NicKind::kEthernet && k != NicKind::kOther; }
-}  // namespace
-
 int Topology::ClosestNic(int g) const {
   // RDMA before plain Ethernet, then the nearest by PCI class, then the lowest index: GPU
   // traffic leaves through an RDMA NIC wherever the node has one (NCCL's IB/RoCE transport,
@@ -90,7 +86,7 @@ int Topology::ClosestNic(int g) const {
       best = n;
       continue;
     }
-    const bool rn = Rdma(nics[n].kind), rb = Rdma(nics[best].kind);
+    const bool rn = IsRdma(nics[n].kind), rb = IsRdma(nics[best].kind);
     if (rn != rb) {
       if (rn) best = n;
       continue;
@@ -104,7 +100,7 @@ int Topology::ClosestNicToPackage(int p) const {
   int best = -1;
   auto score = [&](int n) {
     // Lower is better: RDMA before plain Ethernet (MPI's RDMA transports), then on the package.
-    return (Rdma(nics[n].kind) ? 0 : 2) + (nics[n].pci.package == p ? 0 : 1);
+    return (IsRdma(nics[n].kind) ? 0 : 2) + (nics[n].pci.package == p ? 0 : 1);
   };
   for (int n = 0; n < static_cast<int>(nics.size()); ++n) {
     if (best < 0 || score(n) < score(best)) best = n;

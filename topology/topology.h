@@ -81,6 +81,8 @@ struct Gpu {
 
 enum class NicKind : int { kInfiniBand, kRoCE, kEthernet, kEfa, kOther };
 std::string_view NicKindName(NicKind k);
+// InfiniBand, RoCE and EFA move data by RDMA; Ethernet and unknown NICs through sockets.
+inline bool IsRdma(NicKind k) { return k != NicKind::kEthernet && k != NicKind::kOther; }
 
 struct Nic {
   PciPlace pci;

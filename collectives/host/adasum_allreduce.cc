@@ -12,9 +12,9 @@
 namespace kolo {
 namespace {
 
-constexpr int kHalvingTag = 0x7a00;
-constexpr int kSumTag = 0x7a01;
-constexpr int kDoublingTag = 0x7a02;
+constexpr int kAdasumHalvingTag = 0x7a00;
+constexpr int kAdasumSumTag = 0x7a01;
+constexpr int kAdasumDoublingTag = 0x7a02;
 
 // Horovod's threshold: a squared norm below it counts as zero and its coefficient is 1.
 const double kTinyNormSq = std::sqrt(DBL_MIN);
@@ -188,7 +188,8 @@ Status AdasumAllreduce::RunFused(Communicator& comm, const AllreduceArgs& args,
     const Window give = left ? Window{mid, w.hi} : Window{w.lo, mid};
     const std::string where = Where("halving", level + 1, levels, partner);
     KOLO_RETURN_IF_ERROR(comm.SendRecv(buf + give.lo * esize, (give.hi - give.lo) * esize, partner,
-                                       theirs, (keep.hi - keep.lo) * esize, partner, kHalvingTag)
+                                       theirs, (keep.hi - keep.lo) * esize, partner,
+                                       kAdasumHalvingTag)
                              .AddContext(where));
     // Partial sums of every tensor over the kept half; slot 1 is always the left vector's norm.
     std::fill(sums_.begin(), sums_.end(), 0.0);
@@ -207,7 +208,7 @@ Status AdasumAllreduce::RunFused(Communicator& comm, const AllreduceArgs& args,
       const int peer = rank ^ e;
       KOLO_RETURN_IF_ERROR(comm.SendRecv(sums_.data(), sums_.size() * sizeof(double), peer,
                                          peer_sums_.data(), peer_sums_.size() * sizeof(double),
-                                         peer, kSumTag)
+                                         peer, kAdasumSumTag)
                                .AddContext(Where("dot products", level + 1, levels, peer)));
       for (size_t i = 0; i < sums_.size(); ++i) sums_[i] += peer_sums_[i];
     }
@@ -233,7 +234,7 @@ Status AdasumAllreduce::RunFused(Communicator& comm, const AllreduceArgs& args,
     const Window sibling = (rank & d) == 0 ? Window{w.hi, parent.hi} : Window{parent.lo, w.lo};
     KOLO_RETURN_IF_ERROR(comm.SendRecv(buf + w.lo * esize, (w.hi - w.lo) * esize, partner,
                                        buf + sibling.lo * esize, (sibling.hi - sibling.lo) * esize,
-                                       partner, kDoublingTag)
+                                       partner, kAdasumDoublingTag)
                              .AddContext(Where("doubling", levels - level, levels, partner)));
     w = parent;
   }

@@ -10,9 +10,9 @@
 namespace kolo {
 namespace {
 
-constexpr int kFoldTag = 0x6b75;
-constexpr int kHalvingTag = 0x6b76;
-constexpr int kDoublingTag = 0x6b77;
+constexpr int kRabenseifnerFoldTag = 0x6b75;
+constexpr int kRabenseifnerHalvingTag = 0x6b76;
+constexpr int kRabenseifnerDoublingTag = 0x6b77;
 
 // A window of blocks [lo, hi) of a vector cut into `blocks` blocks, in elements.
 struct Blocks {
@@ -50,7 +50,7 @@ Status RabenseifnerAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
   const internal::Pof2Fold fold = internal::Pof2Fold::Of(comm.Rank(), p);
   char* tmp = internal::GrowScratch(&scratch_, bytes);
   KOLO_RETURN_IF_ERROR(
-      internal::FoldIn(comm, fold, buf, tmp, args.count, args.dtype, args.op, kFoldTag)
+      internal::FoldIn(comm, fold, buf, tmp, args.count, args.dtype, args.op, kRabenseifnerFoldTag)
           .AddContext("rabenseifner"));
   if (fold.newrank >= 0) {
     const Blocks b{args.count, static_cast<size_t>(fold.pof2)};
@@ -73,10 +73,10 @@ Status RabenseifnerAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
       const size_t keep_at = b.First(keep_lo) * esize, keep_n = b.Count(keep_lo, keep_hi);
       const std::string where = "rabenseifner reduce-scatter step " + std::to_string(steps + 1) +
                                 " with rank " + std::to_string(partner);
-      KOLO_RETURN_IF_ERROR(comm.SendRecv(mine + b.First(give_lo) * esize,
-                                         b.Count(give_lo, give_hi) * esize, partner,
-                                         other + keep_at, keep_n * esize, partner, kHalvingTag)
-                               .AddContext(where));
+      KOLO_RETURN_IF_ERROR(
+          comm.SendRecv(mine + b.First(give_lo) * esize, b.Count(give_lo, give_hi) * esize, partner,
+                        other + keep_at, keep_n * esize, partner, kRabenseifnerHalvingTag)
+              .AddContext(where));
       if (lower) {
         KOLO_RETURN_IF_ERROR(
             ReduceInto(mine + keep_at, other + keep_at, keep_n, args.dtype, args.op)
@@ -102,7 +102,8 @@ Status RabenseifnerAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
       const int sib_hi = lo == parent.lo ? parent.hi : lo;
       KOLO_RETURN_IF_ERROR(comm.SendRecv(buf + b.First(lo) * esize, b.Count(lo, hi) * esize,
                                          partner, buf + b.First(sib_lo) * esize,
-                                         b.Count(sib_lo, sib_hi) * esize, partner, kDoublingTag)
+                                         b.Count(sib_lo, sib_hi) * esize, partner,
+                                         kRabenseifnerDoublingTag)
                                .AddContext("rabenseifner all-gather step " +
                                            std::to_string(internal::FloorLog2(fold.pof2) - steps) +
                                            " with rank " + std::to_string(partner)));
@@ -110,7 +111,7 @@ Status RabenseifnerAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
       hi = parent.hi;
     }
   }
-  return internal::FoldOut(comm, fold, buf, bytes, kFoldTag).AddContext("rabenseifner");
+  return internal::FoldOut(comm, fold, buf, bytes, kRabenseifnerFoldTag).AddContext("rabenseifner");
 }
 
 }  // namespace kolo

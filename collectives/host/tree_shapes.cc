@@ -2,12 +2,6 @@
 
 namespace kolo {
 
-int CeilLog2(int size) {
-  int d = 0;
-  while ((1 << d) < size) ++d;
-  return d;
-}
-
 TreeNode BinomialTreeNode(int rank, int size) {
   TreeNode node;
   const int low = rank & -rank;  // 0 for rank 0

@@ -19,6 +19,8 @@
 
 #include <vector>
 
+#include "base/ceil_log2.h"  // CeilLog2: the binomial tree's depth
+
 namespace kolo {
 
 // One rank's place in a tree: parent (-1 at the root) and children in reduction order.
@@ -31,9 +33,6 @@ TreeNode BinomialTreeNode(int rank, int size);
 
 // Tree 0 or 1 of the double binary tree (size >= 1).
 TreeNode DoubleBinaryTreeNode(int tree, int rank, int size);
-
-// ceil(log2 size), 0 for size <= 1: depth of the binomial tree.
-int CeilLog2(int size);
 
 }  // namespace kolo
 

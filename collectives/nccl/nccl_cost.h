@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "base/ceil_log2.h"
 #include "collectives/algorithm.h"
 #include "collectives/nccl/nccl_supports.h"
 
@@ -36,8 +37,6 @@ inline double DeviceFlatBeta(const SelectionInput& in) {
 inline double DeviceFlatAlpha(const SelectionInput& in) {
   return in.nodes > 1 ? in.cost->device_inter.alpha_us : in.cost->device_intra.alpha_us;
 }
-
-inline double CeilLog2(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(n)); }
 
 }  // namespace kolo
 

@@ -4,11 +4,12 @@
 #include <cmath>
 
 #include "base/logging.h"
+#include "base/seconds_text.h"
 
 namespace kolo {
 namespace {
 
-std::chrono::steady_clock::duration Seconds(double s) {
+std::chrono::steady_clock::duration ToDuration(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(s));
 }
@@ -16,9 +17,6 @@ std::chrono::steady_clock::duration Seconds(double s) {
 std::string Ranks(const std::vector<int>& ranks) {
   return std::string(ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks);
 }
-
-// A knob's value as set ("60", "0.5").
-std::string Setting(double s) { return fmt::format("{:g}", s); }
 
 // A waited time: whole seconds, or one decimal below 10 s.
 std::string Whole(double s) {
@@ -28,13 +26,13 @@ std::string Whole(double s) {
 }  // namespace
 
 StallInspector::StallInspector(StallOptions options) : options_(options) {
-  interval_ = std::min(Seconds(options_.check_seconds / 10), Seconds(1.0));
+  interval_ = std::min(ToDuration(options_.check_seconds / 10), ToDuration(1.0));
   next_check_ = Clock::now();
 }
 
 StallInspector::Clock::duration StallInspector::HoldLimit() const {
   if (!options_.enabled) return Clock::duration::max();
-  return std::min(Seconds(options_.check_seconds / 4), Seconds(5.0));
+  return std::min(ToDuration(options_.check_seconds / 4), ToDuration(5.0));
 }
 
 std::string StallInspector::Describe(const Coordinator::Waiting& w, double waited_seconds) {
@@ -53,9 +51,9 @@ std::vector<Response> StallInspector::Inspect(Coordinator& coordinator, Clock::t
     if (w.missing.empty()) continue;
     const double waited = std::chrono::duration<double>(now - w.since).count();
     if (options_.shutdown_seconds > 0 && waited >= options_.shutdown_seconds) {
-      const std::string why = Describe(w, waited) + "; failed after " +
-                              "KOLO_STALL_SHUTDOWN_TIME_SECONDS=" +
-                              Setting(options_.shutdown_seconds);
+      const std::string why =
+          Describe(w, waited) + "; failed after " +
+          "KOLO_STALL_SHUTDOWN_TIME_SECONDS=" + SettingText(options_.shutdown_seconds);
       KOLO_LOG_ERROR("stall", "{}", why);
       warned_.erase(w.name);
       for (Response& r : coordinator.Fail(w.name, StatusCode::kDeadlineExceeded, "stalled: " + why)) {
@@ -71,7 +69,7 @@ std::vector<Response> StallInspector::Inspect(Coordinator& coordinator, Clock::t
   if (stalled) {
     std::string msg = std::to_string(stalled) +
                       " tensor(s) submitted by some ranks but not by others for over " +
-                      Setting(options_.check_seconds) +
+                      SettingText(options_.check_seconds) +
                       " s (KOLO_STALL_CHECK_TIME_SECONDS); a rank may have taken another "
                       "branch or skipped a tensor:";
     for (const std::string& l : lines) msg += "\n  " + l;

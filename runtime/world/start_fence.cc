@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/rank_list.h"
+#include "base/seconds_text.h"
 #include "kolo/config.h"
 
 #if KOLO_WITH_PMIX
@@ -27,13 +28,6 @@ namespace {
 // the job.
 bool StartedByPmixLauncher() {
   return std::getenv("PMIX_NAMESPACE") != nullptr && std::getenv("PMIX_RANK") != nullptr;
-}
-
-std::string Seconds(double s) {
-  std::string out = std::to_string(s);
-  out.erase(out.find_last_not_of('0') + 1);
-  if (!out.empty() && out.back() == '.') out.pop_back();
-  return out;
 }
 
 // Which of `ranks` posted `key`: all lookups at once, one shared one-second limit (the keys of
@@ -174,8 +168,8 @@ Status StartFence::Await(double timeout_seconds, const std::vector<int>& request
   PMIX_INFO_DESTRUCT(&info[0]);
   PMIX_INFO_DESTRUCT(&info[1]);
   if (fenced == PMIX_SUCCESS) return Status::OK();
-  const std::string limit = " within " + Seconds(timeout) + " s (KOLO_START_TIMEOUT=" +
-                            Seconds(timeout_seconds) + ")";
+  const std::string limit = " within " + SettingText(timeout) +
+                            " s (KOLO_START_TIMEOUT=" + SettingText(timeout_seconds) + ")";
   if (fenced != PMIX_ERR_TIMEOUT) {
     return UnavailableError(std::string(caller) + ": the launcher's start fence failed: " +
                             PMIx_Error_string(fenced));

@@ -3,6 +3,7 @@
 // error on any machine. The run itself without a GPU ("no CUDA device here", non-zero exit) is
 // the ctest entries bench.device_model.* (tests/mpi/CMakeLists.txt).
 #include "bench/mode.h"
+#include "tests/unit/has_text.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,7 @@
 namespace kolo::bench {
 namespace {
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using kolo::testing::Has;
 
 ModeFlags Flags(const std::string& device, const std::string& model, const std::string& paths = "") {
   ModeFlags f;

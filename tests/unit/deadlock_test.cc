@@ -131,10 +131,6 @@ TEST(DeadlockDetector, AWaitedGroupMemberFailsWithItsGroup) {
 
 // ---- whole runtimes -----------------------------------------------------------------------
 
-Submission Allreduce(const std::string& name, const float* in, float* out, int64_t n) {
-  return testing::HostAllreduce(name, in, out, DataType::kFloat32, {n}, ReduceOp::kSum);
-}
-
 // Blocks in Handle::WaitFor (a blocked wait, which the deadlock check counts) for up to 20 s.
 Status BlockOn(Handle& h) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -158,14 +154,14 @@ TEST_P(DeadlockRuntime, RanksWaitingForEachOtherFailPromptlyThenTheNextOpWorks) 
     // A first step that works (and, with the cache, makes both names cache hits next time).
     for (int step = 0; step < 2; ++step) {
       for (const char* name : {"a", "b"}) {
-        auto h = rt.Enqueue(Allreduce(name, in.data(), out.data(), 4));
+        auto h = rt.Enqueue(testing::FloatSum(name, in.data(), out.data(), 4));
         ASSERT_TRUE(h.ok()) << h.status().ToString();
         ASSERT_TRUE(BlockOn(**h).ok()) << name;
       }
     }
     // Rank 0 waits for 'a', the others for 'b': nobody will ever submit the other one.
     const auto start = std::chrono::steady_clock::now();
-    auto h = rt.Enqueue(Allreduce(rank == 0 ? "a" : "b", in.data(), out.data(), 4));
+    auto h = rt.Enqueue(testing::FloatSum(rank == 0 ? "a" : "b", in.data(), out.data(), 4));
     ASSERT_TRUE(h.ok());
     Status s = BlockOn(**h);
     const double seconds =
@@ -177,7 +173,7 @@ TEST_P(DeadlockRuntime, RanksWaitingForEachOtherFailPromptlyThenTheNextOpWorks) 
     EXPECT_LT(seconds, 5.0) << s.message();
     // The next operation works.
     std::fill(out.begin(), out.end(), -1.0f);
-    auto next = rt.Enqueue(Allreduce("c", in.data(), out.data(), 4));
+    auto next = rt.Enqueue(testing::FloatSum("c", in.data(), out.data(), 4));
     ASSERT_TRUE(next.ok());
     ASSERT_TRUE(BlockOn(**next).ok());
     const float want = static_cast<float>(ranks * (ranks + 1)) / 2.0f;
@@ -195,7 +191,7 @@ TEST(DeadlockRuntime, ALateRankIsNotADeadlock) {
     std::vector<float> in(4, 1.0f + rank), out(4, -1.0f);
     // Rank 2 computes for a second before it submits; ranks 0 and 1 wait for it meanwhile.
     if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    auto h = rt.Enqueue(Allreduce("late", in.data(), out.data(), 4));
+    auto h = rt.Enqueue(testing::FloatSum("late", in.data(), out.data(), 4));
     ASSERT_TRUE(h.ok());
     ASSERT_TRUE(BlockOn(**h).ok()) << (*h)->status().ToString();
     for (float v : out) EXPECT_EQ(v, 6.0f);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/has_text.h"
 #include "tests/unit/topology_fixtures.h"
 #include "topology/link_defaults.h"
 #include "topology/topology.h"
@@ -37,9 +38,7 @@ LinkModel Build(const JobLayout& job) {
   return m.ok() ? *m : LinkModel();
 }
 
-bool Has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using kolo::testing::Has;
 
 // ---- h100-nvswitch-8gpu.xml -----------------------------------------------------------------
 

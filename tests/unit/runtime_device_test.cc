@@ -14,6 +14,7 @@
 
 #include "collectives/cuda/device.h"
 #include "tests/harness/submission.h"
+#include "tests/unit/has_text.h"
 #include "unit/thread_world.h"
 
 namespace kolo {
@@ -30,7 +31,7 @@ Submission Allreduce(const std::string& name, const void* in, void* out, int dev
   return s;
 }
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using kolo::testing::Has;
 
 TEST(RuntimeDevice, HostAndDeviceMismatchNamesTheTensorAndRanks) {
   RunRuntimes(3, FastConfig(), [&](Runtime& rt) {

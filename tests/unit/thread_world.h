@@ -37,6 +37,11 @@ inline Submission HostAllreduce(std::string name, const void* in, void* out, Dat
   return s;
 }
 
+// The same for `count` float32 elements, summed.
+inline Submission FloatSum(std::string name, const float* in, float* out, int64_t count) {
+  return HostAllreduce(std::move(name), in, out, DataType::kFloat32, {count}, ReduceOp::kSum);
+}
+
 // Default configuration with a short cycle, so tests that wait on a cycle are fast.
 inline Config FastConfig() {
   Config c;

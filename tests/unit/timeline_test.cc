@@ -81,10 +81,6 @@ std::map<std::string, Row> CheckWellFormed(const json& trace) {
   return rows;
 }
 
-Submission Allreduce(const std::string& name, const float* in, float* out, int64_t count) {
-  return testing::MakeSubmission(OpType::kAllreduce, name, in, out, DataType::kFloat32, {count});
-}
-
 // Every rank submits `names` (count floats each), waits for them, and checks the sums.
 void RunAllreduces(Runtime& rt, const std::vector<std::string>& names, int64_t count) {
   std::vector<std::vector<float>> in(names.size()), out(names.size());
@@ -92,7 +88,7 @@ void RunAllreduces(Runtime& rt, const std::vector<std::string>& names, int64_t c
   for (size_t k = 0; k < names.size(); ++k) {
     in[k].assign(count, static_cast<float>(rt.layout().rank + 1));
     out[k].assign(count, 0.f);
-    auto h = rt.Enqueue(Allreduce(names[k], in[k].data(), out[k].data(), count));
+    auto h = rt.Enqueue(testing::FloatSum(names[k], in[k].data(), out[k].data(), count));
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     handles.push_back(*h);
   }
@@ -261,7 +257,8 @@ TEST(Timeline, ErrorsAndBarriersHaveTheirRows) {
   RunRuntimes(2, TimelineConfig(path.str()), [&](Runtime& rt) {
     std::vector<float> in(4, 1.f), out(4);
     // Shapes differ between the ranks: an error Response.
-    auto h = rt.Enqueue(Allreduce("bad", in.data(), out.data(), rt.layout().rank == 0 ? 4 : 3));
+    auto h =
+        rt.Enqueue(testing::FloatSum("bad", in.data(), out.data(), rt.layout().rank == 0 ? 4 : 3));
     ASSERT_TRUE(h.ok());
     EXPECT_FALSE(WaitFor(**h).ok());
     ASSERT_TRUE(rt.Barrier().ok());
@@ -487,7 +484,7 @@ TEST(Timeline, StopWhileOperationsWaitClosesTheirSpans) {
   ASSERT_EQ(runtimes.size(), 2u);
   std::vector<float> in(4, 1.f), out(4);
   // Only rank 0 submits: the tensor stays in negotiation.
-  auto h = runtimes[0]->Enqueue(Allreduce("waiting", in.data(), out.data(), 4));
+  auto h = runtimes[0]->Enqueue(testing::FloatSum("waiting", in.data(), out.data(), 4));
   ASSERT_TRUE(h.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   runtimes[0]->StopTimeline();

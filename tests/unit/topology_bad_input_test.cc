@@ -10,6 +10,7 @@
 #include <string>
 
 #include "collectives/select/topology_cost.h"
+#include "tests/unit/has_text.h"
 #include "tests/unit/topology_fixtures.h"
 #include "topology/hwloc_topology.h"
 #include "topology/link_model.h"
@@ -41,7 +42,7 @@ class Scratch {
   std::string path_;
 };
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using kolo::testing::Has;
 
 bool AnyNote(const Topology& t, const std::string& part) {
   for (const std::string& n : t.notes) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/has_text.h"
 #include "tests/unit/topology_fixtures.h"
 #include "topology/hwloc_topology.h"
 #include "topology/topology.h"
@@ -51,9 +52,7 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-bool Has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using kolo::testing::Has;
 
 TEST(TopologyErrors, MissingFileIsNotFoundNamingThePath) {
   const std::string path = ::testing::TempDir() + "kolo-no-such-dir/none.xml";
