@@ -4,12 +4,12 @@
 # /usr/bin/python3 without Debian's packages, it installs torch, numpy, scikit-learn and pytest
 # from PyPI, makes kolo's sdist (`python -m build --sdist`) and installs it, so the sdist is
 # checked too; then, launched with kolorun, the pytest suite of kolo.torch at 2 and 3 ranks (and
-# its Adasum files at 4), the main job and kolo-bench, kolo-topo and kolo-scale; the main job again under
-# this torch's torchrun at 2 and 3 ranks (no MPI), and the DDP example on the backend "kolo"
-# (checked against gloo) the same way, and a group of backend "kolo" made with no import of kolo
-# (torch's entry point); the CNN's DDP check; last, `pip uninstall kolo`
-# must leave nothing behind. It ends with the versions, for docs/compatibility.md. Non-zero on
-# any failure.
+# its Adasum files at 4), the main job and kolo-bench, kolo-topo and kolo-scale; the main job
+# again under this torch's torchrun at 2 and 3 ranks (no MPI), and the DDP example on the backend
+# "kolo" (checked against gloo) the same way, a group of backend "kolo" made with no import of
+# kolo (torch's entry point), and Ctrl-C on torchrun (no rank left behind); the CNN's DDP check;
+# last, `pip uninstall kolo` must leave nothing behind. It ends with the versions, for
+# docs/compatibility.md. Non-zero on any failure.
 #
 # Usage: scripts/test_torch_versions.sh [torch requirement, default "torch": the newest]
 # Environment: KOLO_TORCH_VENV (default build/torch-venv/; kept between runs, so pip's cache and
@@ -54,6 +54,9 @@ for np in 2 3; do
   # The backend found through kolo's entry point, with no import of kolo (torch >= 2.14).
   kolo_run torchrun --standalone --nproc_per_node "${np}" \
     "${KOLO_ROOT}/tests/launch/torch_entry_point.py"
+  # Ctrl-C on torchrun: its ranks, all-reducing, end within seconds and none is left behind.
+  kolo_run python "${KOLO_ROOT}/tests/fault/run_fault.py" forever "${np}" \
+    "${KOLO_ROOT}/tests/fault/kolo_fault.py" "$(command -v torchrun)"
 done
 # The CNN of bench/torch_step.py under DDP on kolo against gloo (losses), and its step times.
 kolo_run kolorun -np 2 python "${KOLO_ROOT}/bench/ddp_step.py" --check --blocks 1 --steps 2

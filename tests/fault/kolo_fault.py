@@ -5,6 +5,9 @@ mpirun. The last rank misbehaves; every other rank prints
   missing-at-start   the last rank never calls hvd.init (it sleeps); hvd.init on the others
                      fails after KOLO_START_TIMEOUT naming it. Every rank then waits for the
                      driver to kill the job once it has every survivor's result
+  forever            every rank all-reduces until it is ended (the Ctrl-C test); prints
+                     READY <pid> once its first all-reduce is done. Also under torchrun, which
+                     sets RANK where mpirun sets OMPI_COMM_WORLD_RANK
 
 Importing torch takes seconds, and not the same on every rank of a loaded machine: the ranks
 that call hvd.init first meet at a file barrier in KOLO_FAULT_SYNC_DIR (made by the driver), so
@@ -29,8 +32,22 @@ def arrived(rank, count):
         time.sleep(0.01)
 
 
+def forever():
+    import torch
+    import kolo.torch as hvd
+    hvd.init()
+    x = torch.ones(16)
+    hvd.allreduce(x, name="forever")
+    say("READY %d" % os.getpid())
+    while True:
+        hvd.allreduce(x, name="forever")
+        time.sleep(0.001)
+
+
 def main():
     mode = sys.argv[1]
+    if mode == "forever":
+        forever()
     if mode != "missing-at-start":
         print("unknown mode " + mode, file=sys.stderr)
         return 2

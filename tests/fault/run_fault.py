@@ -5,7 +5,7 @@ behind. Usage: run_fault.py MODE NP KOLO_FAULT MPIEXEC [MPIEXEC_PREFLAGS...]
 
 With kolo.local_launch as MPIEXEC the job starts as torchrun starts it, without MPI (kolo meets
 over its TCP rendezvous and runs over UCX); that launcher prefixes each line with "[rank R] ",
-which is taken off before the output is checked.
+which is taken off before the output is checked. A torchrun as MPIEXEC starts it the same way.
 
 Every run has a hard timeout; on expiry the whole process group is killed and the test fails.
 """
@@ -108,18 +108,27 @@ def main():
     preflags = sys.argv[5:]
     last = np_ - 1
     env = dict(os.environ)
-    env_start = mpiexec == "kolo.local_launch"
-    if env_start:
+    # torchrun (a PyPI torch's; scripts/test_torch_versions.sh) starts the job as
+    # kolo.local_launch does, for the Ctrl-C test ("forever") with kolo_fault.py.
+    torchrun = os.path.basename(mpiexec) == "torchrun"
+    env_start = mpiexec == "kolo.local_launch" or torchrun
+    if torchrun:
+        launch = [mpiexec, "--standalone", "--nproc_per_node", str(np_)]
+    elif env_start:
         # Ranks that fail get --grace seconds before the launcher ends the others: time enough
         # for every survivor to report (the bounds below are checked on their own clocks).
         launch = [sys.executable, "-m", mpiexec, "-np", str(np_), "--timeout", "120",
                   "--grace", "10", "--"]
     else:
         launch = [mpiexec, "-np", str(np_)] + preflags
-    if binary.endswith(".py"):
+    if binary.endswith(".py") and torchrun:
+        rank_cmd = [binary, mode]  # torchrun runs it with its own interpreter
+    elif binary.endswith(".py"):
         # kolo_fault.py's scenarios (through hvd.init): run by this interpreter, the one kolo's
         # Python module was built for.
         rank_cmd = [sys.executable, binary, mode]
+    elif torchrun:
+        rank_cmd = ["--no-python", binary, mode]
     else:
         rank_cmd = [binary, mode]
     cmd = launch + rank_cmd
@@ -221,7 +230,7 @@ def main():
             found = re.findall(rf"^FAULT-RESULT rank {r}: (\w+): (.*)$", out, re.M)
             want = ["DEADLINE_EXCEEDED", "FAILED_PRECONDITION"]
             if [s for s, _ in found] != want or any(
-                    f"waiting for" not in m or "KOLO_STALL_SHUTDOWN_TIME_SECONDS=3" not in m
+                    "waiting for" not in m or "KOLO_STALL_SHUTDOWN_TIME_SECONDS=3" not in m
                     for _, m in found):
                 fail(f"rank {r}: expected {want} naming the wait, got {found}", out)
         for r in range(last):
