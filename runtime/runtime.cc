@@ -240,7 +240,15 @@ void Runtime::BackgroundLoop() {
       FailAll(Status(code, "kolo stopped: " + result.status().message()));
       break;
     }
-    if (config_.wake_on_submit && controller_.has_waiting_hits()) {
+    // Requests of this rank that its peers have not all submitted yet wait for the next cycle:
+    // cache hits, and, with the cache off, requests the coordinator holds. Those peers submit
+    // theirs and then wait for this rank in the exchange, so catch up rather than sleep the
+    // cycle time. (Responses of this cycle are not executed yet: what is in flight beyond
+    // their tensors still waits.)
+    size_t answered = 0;
+    for (const Response& response : result->responses) answered += response.NumTensors();
+    const bool waiting_for_peers = controller_.has_waiting_hits() || queue_.in_flight() > answered;
+    if (config_.wake_on_submit && waiting_for_peers) {
       catch_up = result->responses.empty() && catch_up.count() > 0
                      ? std::min<Clock::duration>(2 * catch_up, cycle)
                      : Clock::duration(kCatchUp);
