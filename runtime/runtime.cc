@@ -241,22 +241,21 @@ void Runtime::BackgroundLoop() {
       break;
     }
     // Requests of this rank that its peers have not all submitted yet wait for the next cycle:
-    // cache hits, and, with the cache off, requests the coordinator holds. Those peers submit
-    // theirs and then wait for this rank in the exchange, so catch up rather than sleep the
-    // cycle time. (Responses of this cycle are not executed yet: what is in flight beyond
-    // their tensors still waits.)
+    // cache hits, and, with the cache off, requests the coordinator holds. Either way they are
+    // in flight beyond the tensors this cycle's responses answer (not executed yet). Those
+    // peers submit theirs and then wait for this rank in the exchange, so catch up rather than
+    // sleep the cycle time.
+    const size_t in_flight = queue_.in_flight();
     size_t answered = 0;
     for (const Response& response : result->responses) answered += response.NumTensors();
-    const bool waiting_for_peers = controller_.has_waiting_hits() || queue_.in_flight() > answered;
-    if (config_.wake_on_submit && waiting_for_peers) {
+    if (config_.wake_on_submit && in_flight > answered) {
       catch_up = result->responses.empty() && catch_up.count() > 0
                      ? std::min<Clock::duration>(2 * catch_up, cycle)
                      : Clock::duration(kCatchUp);
     } else {
       catch_up = Clock::duration(0);
     }
-    const bool idle = mine_.empty() && result->responses.empty() &&
-                      !controller_.has_waiting_hits() && queue_.in_flight() == 0;
+    const bool idle = mine_.empty() && result->responses.empty() && in_flight == 0;
     idle_cycles = idle ? idle_cycles + 1 : 0;
     timeline_.Negotiated(result->responses);
     for (const Response& response : result->responses) {

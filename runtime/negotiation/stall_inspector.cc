@@ -20,7 +20,7 @@ std::string Ranks(const std::vector<int>& ranks) {
 
 // A waited time: whole seconds, or one decimal below 10 s.
 std::string Whole(double s) {
-  return s >= 10 ? std::to_string(static_cast<long long>(std::floor(s))) : fmt::format("{:.1f}", s);
+  return s >= 10 ? std::to_string(static_cast<long long>(std::floor(s))) : TenthsText(s);
 }
 
 }  // namespace

@@ -6,8 +6,8 @@ mpirun. The last rank misbehaves; every other rank prints
                      fails after KOLO_START_TIMEOUT naming it. Every rank then waits for the
                      driver to kill the job once it has every survivor's result
   forever            every rank all-reduces until it is ended (the Ctrl-C test); prints
-                     READY <pid> once its first all-reduce is done. Also under torchrun, which
-                     sets RANK where mpirun sets OMPI_COMM_WORLD_RANK
+                     READY <pid> once its first all-reduce is done; under mpirun or torchrun
+                     (hvd.init finds the rank either way)
 
 Importing torch takes seconds, and not the same on every rank of a loaded machine: the ranks
 that call hvd.init first meet at a file barrier in KOLO_FAULT_SYNC_DIR (made by the driver), so

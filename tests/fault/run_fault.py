@@ -121,16 +121,13 @@ def main():
                   "--grace", "10", "--"]
     else:
         launch = [mpiexec, "-np", str(np_)] + preflags
-    if binary.endswith(".py") and torchrun:
-        rank_cmd = [binary, mode]  # torchrun runs it with its own interpreter
-    elif binary.endswith(".py"):
+    rank_cmd = [binary, mode]
+    if binary.endswith(".py") and not torchrun:
         # kolo_fault.py's scenarios (through hvd.init): run by this interpreter, the one kolo's
-        # Python module was built for.
-        rank_cmd = [sys.executable, binary, mode]
-    elif torchrun:
-        rank_cmd = ["--no-python", binary, mode]
-    else:
-        rank_cmd = [binary, mode]
+        # Python module was built for (torchrun runs it with its own).
+        rank_cmd.insert(0, sys.executable)
+    elif not binary.endswith(".py") and torchrun:
+        rank_cmd.insert(0, "--no-python")
     cmd = launch + rank_cmd
 
     def end_job(proc):
