@@ -10,6 +10,10 @@
 #   3. a step's gradients of ResNet-50 and BERT-base (`kolo-bench --model`, path kolo: every
 #      tensor submitted at once, Sum, then all waited for), median step of the run.
 # Every all-reduce's output is checked (kolo-bench -c 1, the Python script's own check).
+# Each round's all-reduce comparison runs between two readings of kolo-core-probe
+# (bench/core_probe.cc): a round where either reading handed a cache line between the cores in
+# more than 120 ns ran in the machine's slow state (docs/machine-notes.md 11), and the all-reduce
+# table gives the fast rounds' figures beside all rounds'.
 #
 # Usage: scripts/bench_performance.sh [--runs N] [OUT]   (default OUT:
 # /tmp/kolo-performance-<date>); takes ~5 minutes for 10 runs on a 2-core machine.
@@ -34,7 +38,10 @@ done
 out="${out:-/tmp/kolo-performance-$(date +%Y%m%d-%H%M)}"
 mkdir -p "${out}"
 bench="${KOLO_BUILD_DIR}/bench/kolo-bench"
-[[ -x "${bench}" ]] || { kolo_log "no ${bench}: run scripts/setup.sh first"; exit 1; }
+probe="${KOLO_BUILD_DIR}/bench/kolo-core-probe"
+for tool in "${bench}" "${probe}"; do
+  [[ -x "${tool}" ]] || { kolo_log "no ${tool}: run scripts/setup.sh first"; exit 1; }
+done
 export PYTHONPATH="${KOLO_BUILD_DIR}/python${PYTHONPATH:+:${PYTHONPATH}}"
 tuned=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_ARENA_MAX=1)
 np=(timeout 600 mpirun "${KOLO_MPIRUN_FLAGS[@]}" -np 2)
@@ -52,8 +59,10 @@ run() {
 
 for ((r = 1; r <= runs; ++r)); do
   kolo_log "round ${r} of ${runs}"
+  run "${out}/probe-${r}-before.json" "${probe}" --json
   run "${out}/allreduce-${r}.txt" env "${tuned[@]}" "${np[@]}" "${bench}" -a all -b 1M -e 64M \
     -f 4 -c 1 -R 5 --json "${out}/allreduce-${r}.json"
+  run "${out}/probe-${r}-after.json" "${probe}" --json
   run "${out}/dependent-${r}.txt" "${np[@]}" /usr/bin/python3 bench/dependent_allreduce.py \
     --ops 200
   for model in resnet50 bert-base; do
@@ -70,8 +79,15 @@ def rows(path):
 def mmm(values, fmt="%.2f"):
     return " / ".join(fmt % v for v in (min(values), statistics.median(values), max(values)))
 ratios = {}  # size -> {"shm": [...], "pick": [...]}
+fast = {}    # size -> shm's ratios in the rounds of the fast state
 picks = {}   # size -> the selector's picks over the runs
+states = []
 for r in range(1, runs + 1):
+    probes = [json.load(open("%s/probe-%d-%s.json" % (out, r, when)))
+              for when in ("before", "after")]
+    slow = max(p["pingpong_ns"] for p in probes) > 120
+    states.append("%d %s (%s ns)" % (r, "slow" if slow else "fast",
+                                     ", ".join("%.0f" % p["pingpong_ns"] for p in probes)))
     by = {}
     for row in rows("%s/allreduce-%d.json" % (out, r)):
         if row.get("record") == "row" and row.get("supported"):
@@ -81,17 +97,22 @@ for r in range(1, runs + 1):
         for x in rs:
             if x["algorithm"] == "shm":
                 ratios.setdefault(size, {}).setdefault("shm", []).append(mpi / x["time_us"])
+                if not slow:
+                    fast.setdefault(size, []).append(mpi / x["time_us"])
             if x.get("selected"):
                 ratios.setdefault(size, {}).setdefault("pick", []).append(mpi / x["time_us"])
                 picks.setdefault(size, set()).add(x["algorithm"])
 print("## all-reduce, 2 ranks: MPI_Allreduce (malloc settings) time over kolo's, %d runs" % runs)
-print("| size | shm min / median / max | selector's pick | its min / median / max |")
-print("|---:|---|---|---|")
+print("rounds (kolo-core-probe's hand-over before, after): " + "; ".join(states))
+print("| size | shm min / median / max | fast rounds only | selector's pick | "
+      "its min / median / max |")
+print("|---:|---|---|---|---|")
 for size in sorted(ratios):
     r = ratios[size]
-    print("| %d MiB | %s | %s | %s |" % (size >> 20, mmm(r["shm"]),
-                                         ", ".join(sorted(picks.get(size, []))) or "none",
-                                         mmm(r["pick"]) if "pick" in r else "not measured"))
+    print("| %d MiB | %s | %s | %s | %s |" % (
+        size >> 20, mmm(r["shm"]), mmm(fast[size]) if size in fast else "no fast round",
+        ", ".join(sorted(picks.get(size, []))) or "none",
+        mmm(r["pick"]) if "pick" in r else "not measured"))
 totals = []
 for r in range(1, runs + 1):
     m = re.search(r"total_ms ([0-9.]+)", open("%s/dependent-%d.txt" % (out, r)).read())
