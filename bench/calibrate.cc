@@ -30,6 +30,9 @@ constexpr int kBarriersPerBlock = 200;
 constexpr size_t kRingMaxBytes = size_t{8} << 20;
 constexpr size_t kRingSmallMax = size_t{4} << 10;
 constexpr size_t kRingLargeMin = size_t{1} << 20;
+// The library all-reduce's largest size: Open MPI's collapses from 32 MiB with default malloc
+// settings (docs/machine-notes.md 2), which no training step should be judged by.
+constexpr size_t kLibraryMaxBytes = size_t{16} << 20;
 
 // One pair's ping-pong: sizes 8 B .. 2 MiB (x4), one-way median per size (valid on rank a).
 struct PingPong {
@@ -187,6 +190,59 @@ LinkCost MeasureRingStep(const World& world, Communicator& comm, int repeats, co
     out(line);
   }
   return link;
+}
+
+// The library's all-reduce (MPI_Allreduce through the bench communicator: what the algorithm
+// table's "mpi" runs), float32 sum, 4 KiB .. 16 MiB (x4), interleaved over `repeats` blocks,
+// max over ranks of the median. Only where every node has the same number of ranks: the layout
+// is what NativeAllreduce matches the measurement by.
+MeasuredAllreduce MeasureLibraryAllreduce(const World& world, Communicator& comm, int repeats,
+                                          const std::function<void(const std::string&)>& out) {
+  MeasuredAllreduce m;
+  const SelectionInput layout = DescribeCommunicator(comm);
+  if (layout.max_local_size != layout.min_local_size || comm.Size() < 2) {
+    out("library all-reduce: not timed (nodes of unequal sizes, or one rank)");
+    return m;
+  }
+  std::vector<size_t> sizes;
+  for (size_t s = size_t{4} << 10; s <= kLibraryMaxBytes; s *= 4) sizes.push_back(s);
+  const Buffer send(world, kLibraryMaxBytes, "a library all-reduce buffer");
+  const Buffer recv(world, kLibraryMaxBytes, "a library all-reduce buffer");
+  std::memset(send.data(), 0, kLibraryMaxBytes);  // zeros: no overflow, no NaN, however many sums
+  const auto call = [&](size_t bytes) {
+    const Status s =
+        comm.Allreduce(send.data(), recv.data(), bytes / 4, DataType::kFloat32, ReduceOp::kSum);
+    if (!s.ok()) Fail(world, "library all-reduce: " + s.ToString());
+  };
+  std::vector<std::vector<double>> samples(sizes.size());
+  for (int r = 0; r < repeats; ++r) {
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const size_t i = r % 2 == 0 ? k : sizes.size() - 1 - k;
+      const int calls = RoundTrips(sizes[i]);
+      call(sizes[i]);
+      const Status b = comm.Barrier();
+      if (!b.ok()) Fail(world, "library all-reduce barrier: " + b.ToString());
+      const double start = NowSeconds();
+      for (int c = 0; c < calls; ++c) call(sizes[i]);
+      samples[i].push_back((NowSeconds() - start) * 1e6 / calls);
+    }
+  }
+  std::vector<double> medians;
+  for (const auto& s : samples) medians.push_back(Median(s));
+  medians = MaxOverRanks(world, medians);
+  m.ranks = comm.Size();
+  m.nodes = layout.nodes;
+  m.local_size = layout.max_local_size;
+  char line[160];
+  out("library all-reduce (float32 sum, " + std::to_string(m.nodes) + " node(s) of " +
+      std::to_string(m.local_size) + "), max over ranks of the median:");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    m.bytes.push_back(static_cast<double>(sizes[i]));
+    m.micros.push_back(medians[i]);
+    std::snprintf(line, sizeof line, "  %9zu B  %10.2f us", sizes[i], medians[i]);
+    out(line);
+  }
+  return m;
 }
 
 // The last-level cache of cpu0 as Linux's sysfs reports it (bytes), or -1. Not sysconf: glibc's
@@ -392,6 +448,7 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
                                      "node MPI_Barrier: no shared memory",
                 model.cache_bytes / (1 << 20), llc > 0 ? "last level, sysfs" : "default");
   out(line);
+  model.library_allreduce = MeasureLibraryAllreduce(world, *comm, options.repeats, out);
   model.measured = MeasuredText(world, map.nodes());
 
   int status = 0;

@@ -29,6 +29,55 @@ Status ReadLink(const Json& root, const char* key, const std::string& where, Lin
   return ReadNumber(*it, "beta_us", inner, &out->beta_us);
 }
 
+// "library_allreduce": a layout of positive sizes and at least one size with its time, sizes
+// strictly ascending, every number positive and finite.
+Status ReadMeasured(const Json& root, const char* key, const std::string& where,
+                    MeasuredAllreduce* out) {
+  auto it = root.find(key);
+  if (it == root.end()) return Status::OK();
+  const std::string inner = where + ": " + key;
+  if (!it->is_object()) return InvalidArgumentError(inner + " must be an object");
+  MeasuredAllreduce m;
+  for (auto [name, field] : {std::pair{"ranks", &m.ranks}, std::pair{"nodes", &m.nodes},
+                             std::pair{"local_size", &m.local_size}}) {
+    auto f = it->find(name);
+    if (f == it->end() || !f->is_number_integer() || f->get<int64_t>() < 1 ||
+        f->get<int64_t>() > (1 << 24)) {
+      return InvalidArgumentError(inner + ": \"" + name + "\" must be a positive integer");
+    }
+    *field = f->get<int>();
+  }
+  if (m.nodes * m.local_size != m.ranks) {
+    return InvalidArgumentError(inner + ": " + std::to_string(m.nodes) + " nodes of " +
+                                std::to_string(m.local_size) + " ranks are not " +
+                                std::to_string(m.ranks) + " ranks");
+  }
+  for (auto [name, values] : {std::pair{"bytes", &m.bytes}, std::pair{"micros", &m.micros}}) {
+    auto f = it->find(name);
+    if (f == it->end() || !f->is_array()) {
+      return InvalidArgumentError(inner + ": \"" + name + "\" must be an array of numbers");
+    }
+    for (const Json& v : *f) {
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0) {
+        return InvalidArgumentError(inner + ": \"" + name + "\" must hold positive numbers");
+      }
+      values->push_back(v.get<double>());
+    }
+  }
+  if (m.bytes.empty() || m.bytes.size() != m.micros.size()) {
+    return InvalidArgumentError(inner +
+                                ": \"bytes\" and \"micros\" must be as long as each "
+                                "other, and not empty");
+  }
+  for (size_t i = 1; i < m.bytes.size(); ++i) {
+    if (m.bytes[i] <= m.bytes[i - 1]) {
+      return InvalidArgumentError(inner + ": \"bytes\" must be strictly ascending");
+    }
+  }
+  *out = std::move(m);
+  return Status::OK();
+}
+
 }  // namespace
 
 StatusOr<CostModel> CostModel::Load(const std::string& path, const CostModel& base) {
@@ -55,6 +104,7 @@ StatusOr<CostModel> CostModel::Load(const std::string& path, const CostModel& ba
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "copy_mem_us", where, &m.copy_mem_us));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "cache_bytes", where, &m.cache_bytes));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "sync_us", where, &m.sync_us));
+  KOLO_RETURN_IF_ERROR(ReadMeasured(root, "library_allreduce", where, &m.library_allreduce));
   m.source = path;
   if (base.source != "defaults") m.source += " over " + base.source;
   auto it = root.find("measured");
@@ -87,6 +137,13 @@ std::string CostModel::ToJson(bool with_device) const {
   j["copy_mem_us"] = copy_mem_us;
   j["cache_bytes"] = cache_bytes;
   j["sync_us"] = sync_us;
+  if (library_allreduce.ranks > 0) {
+    j["library_allreduce"] = {{"ranks", library_allreduce.ranks},
+                              {"nodes", library_allreduce.nodes},
+                              {"local_size", library_allreduce.local_size},
+                              {"bytes", library_allreduce.bytes},
+                              {"micros", library_allreduce.micros}};
+  }
   if (!measured.empty()) j["measured"] = measured;
   return j.dump(2);
 }

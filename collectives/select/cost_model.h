@@ -17,10 +17,21 @@
 #define KOLO_COLLECTIVES_SELECT_COST_MODEL_H_
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
 namespace kolo {
+
+// An all-reduce timed on one layout: float32 sum, `ranks` ranks on `nodes` nodes of
+// `local_size` ranks each; micros[i] is the time for bytes[i] (ascending). ranks == 0: none.
+struct MeasuredAllreduce {
+  int ranks = 0;
+  int nodes = 0;
+  int local_size = 0;
+  std::vector<double> bytes;
+  std::vector<double> micros;
+};
 
 struct LinkCost {
   double alpha_us = 0;  // start-up of one message
@@ -58,6 +69,13 @@ struct CostModel {
   double cache_bytes = 32.0 * (1 << 20);
   // One flag barrier among the ranks of a node in shared memory.
   double sync_us = 0.5;
+  // The library's own all-reduce (NativeAllreduce, "mpi") as `kolo-bench --calibrate` timed it
+  // on the calibration's layout. No formula of ours follows the library: it picks its algorithm
+  // by size inside, and across shaped links Open MPI's (libnbc's Rabenseifner) ran 17-28% faster
+  // than kolo's Rabenseifner, which moves the same bytes in the same steps
+  // (docs/benchmarks.md, "Across nodes"). On that layout its estimate follows the measurement
+  // (collectives/native_allreduce.h); elsewhere the formula alone.
+  MeasuredAllreduce library_allreduce;
   // Where the numbers come from: "defaults" or the tuning file's path and date.
   std::string source = "defaults";
   // When and where a calibration measured these (written to and read from the file).
@@ -65,8 +83,9 @@ struct CostModel {
 
   // Reads a tuning file (JSON: {"intra": {"alpha_us", "beta_us"}, "inter": {...},
   // "inter_sharing", "device_intra": {...}, "device_inter": {...}, "gamma_us", "copy_us",
-  // "copy_mem_us", "cache_bytes", "sync_us"}) over `base`: absent keys keep base's values (the
-  // topology's link model, or the defaults). kInvalidArgument naming the file and the key on
+  // "copy_mem_us", "cache_bytes", "sync_us", "library_allreduce": {"ranks", "nodes",
+  // "local_size", "bytes": [...], "micros": [...]}}) over `base`: absent keys keep base's values
+  // (the topology's link model, or the defaults). kInvalidArgument naming the file and the key on
   // malformed content, kNotFound when it cannot be opened.
   static StatusOr<CostModel> Load(const std::string& path, const CostModel& base);
   static StatusOr<CostModel> Load(const std::string& path);
