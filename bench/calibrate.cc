@@ -13,10 +13,11 @@
 
 #include "bench/algorithms.h"
 #include "bench/stats.h"
-#include "collectives/select/cost_model.h"
 #include "collectives/host/shm_node.h"
 #include "collectives/node_context.h"
 #include "collectives/reduce.h"
+#include "collectives/select/cost_model.h"
+#include "collectives/select/registry.h"
 
 namespace kolo::bench {
 namespace {
@@ -30,9 +31,9 @@ constexpr int kBarriersPerBlock = 200;
 constexpr size_t kRingMaxBytes = size_t{8} << 20;
 constexpr size_t kRingSmallMax = size_t{4} << 10;
 constexpr size_t kRingLargeMin = size_t{1} << 20;
-// The library all-reduce's largest size: Open MPI's collapses from 32 MiB with default malloc
-// settings (docs/machine-notes.md 2), which no training step should be judged by.
-constexpr size_t kLibraryMaxBytes = size_t{16} << 20;
+// The algorithms' largest timed size: Open MPI's all-reduce collapses from 32 MiB with default
+// malloc settings (docs/machine-notes.md 2), which no training step should be judged by.
+constexpr size_t kAlgorithmMaxBytes = size_t{16} << 20;
 
 // One pair's ping-pong: sizes 8 B .. 2 MiB (x4), one-way median per size (valid on rank a).
 struct PingPong {
@@ -192,54 +193,94 @@ LinkCost MeasureRingStep(const World& world, Communicator& comm, int repeats, co
   return link;
 }
 
-// The library's all-reduce (MPI_Allreduce through the bench communicator: what the algorithm
-// table's "mpi" runs), float32 sum, 4 KiB .. 16 MiB (x4), interleaved over `repeats` blocks,
-// max over ranks of the median. Only where every node has the same number of ranks: the layout
-// is what NativeAllreduce matches the measurement by.
-MeasuredAllreduce MeasureLibraryAllreduce(const World& world, Communicator& comm, int repeats,
-                                          const std::function<void(const std::string&)>& out) {
+// Every host all-reduce algorithm of the registry that supports this layout (MPI's own among
+// them, as "mpi"), float32 sum on the bench communicator, 4 KiB .. 16 MiB (x4), blocks
+// interleaved across algorithms and sizes over `repeats` rounds, max over ranks of the median.
+// Only where every node has the same number of ranks: the layout is what the selector matches
+// the timings by (collectives/select/measured_estimate.h).
+MeasuredAllreduce MeasureAlgorithms(const World& world, Communicator& comm, int repeats,
+                                    const std::function<void(const std::string&)>& out) {
   MeasuredAllreduce m;
-  const SelectionInput layout = DescribeCommunicator(comm);
+  SelectionInput layout = DescribeCommunicator(comm);
   if (layout.max_local_size != layout.min_local_size || comm.Size() < 2) {
-    out("library all-reduce: not timed (nodes of unequal sizes, or one rank)");
+    out("algorithms: not timed (nodes of unequal sizes, or one rank)");
     return m;
   }
   std::vector<size_t> sizes;
-  for (size_t s = size_t{4} << 10; s <= kLibraryMaxBytes; s *= 4) sizes.push_back(s);
-  const Buffer send(world, kLibraryMaxBytes, "a library all-reduce buffer");
-  const Buffer recv(world, kLibraryMaxBytes, "a library all-reduce buffer");
-  std::memset(send.data(), 0, kLibraryMaxBytes);  // zeros: no overflow, no NaN, however many sums
-  const auto call = [&](size_t bytes) {
-    const Status s =
-        comm.Allreduce(send.data(), recv.data(), bytes / 4, DataType::kFloat32, ReduceOp::kSum);
-    if (!s.ok()) Fail(world, "library all-reduce: " + s.ToString());
+  for (size_t s = size_t{4} << 10; s <= kAlgorithmMaxBytes; s *= 4) sizes.push_back(s);
+  // Every candidate for auto on host buffers at every size (supporting one size is not enough:
+  // a timing is kept only for the sizes it covers all of).
+  AllreduceSelector selector;
+  std::vector<AllreduceAlgorithm*> algorithms;
+  for (const auto& [algo, us] : selector.Rank(layout)) {
+    bool all = algo->memory() == MemoryKind::kHost;
+    for (size_t bytes : sizes) {
+      SelectionInput in = layout;
+      in.bytes = bytes;
+      in.count = bytes / 4;
+      in.cost = &selector.cost();
+      all = all && algo->Supports(in).ok();
+    }
+    if (all) algorithms.push_back(algo);
+  }
+  const Buffer send(world, kAlgorithmMaxBytes, "an algorithm's buffer");
+  const Buffer recv(world, kAlgorithmMaxBytes, "an algorithm's buffer");
+  std::memset(send.data(), 0, kAlgorithmMaxBytes);  // zeros: no overflow, no NaN, however many sums
+  const auto call = [&](AllreduceAlgorithm* algo, size_t bytes) {
+    AllreduceArgs args;
+    args.send = send.data();
+    args.recv = recv.data();
+    args.count = bytes / 4;
+    args.dtype = DataType::kFloat32;
+    args.op = ReduceOp::kSum;
+    const Status s = algo->Run(comm, args);
+    if (!s.ok()) Fail(world, std::string(algo->Name()) + ": " + s.ToString());
   };
-  std::vector<std::vector<double>> samples(sizes.size());
+  // samples[a][i]: algorithm a at sizes[i].
+  std::vector<std::vector<std::vector<double>>> samples(
+      algorithms.size(), std::vector<std::vector<double>>(sizes.size()));
   for (int r = 0; r < repeats; ++r) {
     for (size_t k = 0; k < sizes.size(); ++k) {
       const size_t i = r % 2 == 0 ? k : sizes.size() - 1 - k;
-      const int calls = RoundTrips(sizes[i]);
-      call(sizes[i]);
-      const Status b = comm.Barrier();
-      if (!b.ok()) Fail(world, "library all-reduce barrier: " + b.ToString());
-      const double start = NowSeconds();
-      for (int c = 0; c < calls; ++c) call(sizes[i]);
-      samples[i].push_back((NowSeconds() - start) * 1e6 / calls);
+      for (size_t j = 0; j < algorithms.size(); ++j) {
+        const size_t a = (j + static_cast<size_t>(r)) % algorithms.size();
+        const int calls = RoundTrips(sizes[i]);
+        call(algorithms[a], sizes[i]);
+        const Status b = comm.Barrier();
+        if (!b.ok()) Fail(world, "algorithm timing barrier: " + b.ToString());
+        const double start = NowSeconds();
+        for (int c = 0; c < calls; ++c) call(algorithms[a], sizes[i]);
+        samples[a][i].push_back((NowSeconds() - start) * 1e6 / calls);
+      }
     }
   }
-  std::vector<double> medians;
-  for (const auto& s : samples) medians.push_back(Median(s));
-  medians = MaxOverRanks(world, medians);
   m.ranks = comm.Size();
   m.nodes = layout.nodes;
   m.local_size = layout.max_local_size;
-  char line[160];
-  out("library all-reduce (float32 sum, " + std::to_string(m.nodes) + " node(s) of " +
-      std::to_string(m.local_size) + "), max over ranks of the median:");
+  for (size_t bytes : sizes) m.bytes.push_back(static_cast<double>(bytes));
+  out("algorithms (float32 sum, " + std::to_string(m.nodes) + " node(s) of " +
+      std::to_string(m.local_size) + "), max over ranks of the median, us:");
+  std::string header = "  size      ";
+  for (AllreduceAlgorithm* algo : algorithms) {
+    char name[24];
+    std::snprintf(name, sizeof name, " %12s", std::string(algo->Name()).c_str());
+    header += name;
+  }
+  out(header);
+  std::vector<std::vector<double>> medians(algorithms.size());
+  for (size_t a = 0; a < algorithms.size(); ++a) {
+    for (const auto& s : samples[a]) medians[a].push_back(Median(s));
+    medians[a] = MaxOverRanks(world, medians[a]);
+    m.micros[std::string(algorithms[a]->Name())] = medians[a];
+  }
   for (size_t i = 0; i < sizes.size(); ++i) {
-    m.bytes.push_back(static_cast<double>(sizes[i]));
-    m.micros.push_back(medians[i]);
-    std::snprintf(line, sizeof line, "  %9zu B  %10.2f us", sizes[i], medians[i]);
+    char cell[24];
+    std::snprintf(cell, sizeof cell, "  %9zu B", sizes[i]);
+    std::string line = cell;
+    for (size_t a = 0; a < algorithms.size(); ++a) {
+      std::snprintf(cell, sizeof cell, " %12.2f", medians[a][i]);
+      line += cell;
+    }
     out(line);
   }
   return m;
@@ -448,7 +489,7 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
                                      "node MPI_Barrier: no shared memory",
                 model.cache_bytes / (1 << 20), llc > 0 ? "last level, sysfs" : "default");
   out(line);
-  model.library_allreduce = MeasureLibraryAllreduce(world, *comm, options.repeats, out);
+  model.measured_allreduce = MeasureAlgorithms(world, *comm, options.repeats, out);
   model.measured = MeasuredText(world, map.nodes());
 
   int status = 0;

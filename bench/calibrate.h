@@ -26,9 +26,9 @@
 //   cache_bytes  cpu0's last-level cache from sysfs (glibc's sysconf misreports it in this VM)
 //   sync   the shm algorithm's flag barrier: its one-barrier path on one float, from a loop of
 //          200 (the node's MPI_Barrier where the node cannot share memory)
-//   library  the library's own all-reduce (what the algorithm table's "mpi" runs), float32 sum,
-//          4 KiB .. 16 MiB (x4), on this run's layout (ranks, nodes, ranks per node):
-//          NativeAllreduce's estimate follows it on that layout (CostModel::library_allreduce)
+//   algorithms  every host all-reduce algorithm that supports this run's layout (MPI's own as
+//          "mpi"), float32 sum, 4 KiB .. 16 MiB (x4): the selector scales their formulas to
+//          these times on that layout (collectives/select/measured_estimate.h)
 // Per-rank figures are the max over ranks (the slowest rank is what a collective waits for).
 #ifndef KOLO_BENCH_CALIBRATE_H_
 #define KOLO_BENCH_CALIBRATE_H_

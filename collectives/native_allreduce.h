@@ -3,12 +3,7 @@
 //
 // Cost: the library chooses its own algorithm internally (Open MPI's tuned component picks
 // recursive doubling, ring or Rabenseifner by size); we model it as Rabenseifner's
-// (Thakur, Rabenseifner & Gropp 2005, sec. 4.4): 2 log2(p) alpha + 2 (p-1)/p n (beta + gamma/2),
-// recursive halving and doubling's per-step links where p is a power of two. Where the tuning
-// file holds the library's all-reduce timed on this very layout (CostModel::library_allreduce:
-// the same ranks, nodes and ranks per node), the formula is scaled by measured over formula,
-// interpolated in log(bytes) between the measured sizes and held at the nearest one beyond them,
-// so the estimate meets every measurement and keeps the formula's shape in between.
+// (Thakur, Rabenseifner & Gropp 2005, sec. 4.4): 2 log2(p) alpha + 2 (p-1)/p n (beta + gamma/2).
 #ifndef KOLO_COLLECTIVES_NATIVE_ALLREDUCE_H_
 #define KOLO_COLLECTIVES_NATIVE_ALLREDUCE_H_
 

@@ -29,8 +29,19 @@ Status ReadLink(const Json& root, const char* key, const std::string& where, Lin
   return ReadNumber(*it, "beta_us", inner, &out->beta_us);
 }
 
-// "library_allreduce": a layout of positive sizes and at least one size with its time, sizes
-// strictly ascending, every number positive and finite.
+// "measured_allreduce": a layout of positive sizes (nodes x local_size = ranks), bytes strictly
+// ascending, and for each algorithm as many times as bytes; every number positive and finite.
+Status ReadPositives(const Json& array, const std::string& what, std::vector<double>* out) {
+  if (!array.is_array()) return InvalidArgumentError(what + " must be an array of numbers");
+  for (const Json& v : array) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0) {
+      return InvalidArgumentError(what + " must hold positive numbers");
+    }
+    out->push_back(v.get<double>());
+  }
+  return Status::OK();
+}
+
 Status ReadMeasured(const Json& root, const char* key, const std::string& where,
                     MeasuredAllreduce* out) {
   auto it = root.find(key);
@@ -52,26 +63,26 @@ Status ReadMeasured(const Json& root, const char* key, const std::string& where,
                                 std::to_string(m.local_size) + " ranks are not " +
                                 std::to_string(m.ranks) + " ranks");
   }
-  for (auto [name, values] : {std::pair{"bytes", &m.bytes}, std::pair{"micros", &m.micros}}) {
-    auto f = it->find(name);
-    if (f == it->end() || !f->is_array()) {
-      return InvalidArgumentError(inner + ": \"" + name + "\" must be an array of numbers");
-    }
-    for (const Json& v : *f) {
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0) {
-        return InvalidArgumentError(inner + ": \"" + name + "\" must hold positive numbers");
-      }
-      values->push_back(v.get<double>());
-    }
-  }
-  if (m.bytes.empty() || m.bytes.size() != m.micros.size()) {
-    return InvalidArgumentError(inner +
-                                ": \"bytes\" and \"micros\" must be as long as each "
-                                "other, and not empty");
-  }
+  auto bytes = it->find("bytes");
+  if (bytes == it->end()) return InvalidArgumentError(inner + ": \"bytes\" is missing");
+  KOLO_RETURN_IF_ERROR(ReadPositives(*bytes, inner + ": \"bytes\"", &m.bytes));
+  if (m.bytes.empty()) return InvalidArgumentError(inner + ": \"bytes\" is empty");
   for (size_t i = 1; i < m.bytes.size(); ++i) {
     if (m.bytes[i] <= m.bytes[i - 1]) {
       return InvalidArgumentError(inner + ": \"bytes\" must be strictly ascending");
+    }
+  }
+  auto micros = it->find("micros");
+  if (micros == it->end() || !micros->is_object()) {
+    return InvalidArgumentError(inner + ": \"micros\" must be an object of arrays by algorithm");
+  }
+  for (const auto& [name, times] : micros->items()) {
+    const std::string what = inner + ": \"micros\" of " + name;
+    std::vector<double>& v = m.micros[name];
+    KOLO_RETURN_IF_ERROR(ReadPositives(times, what, &v));
+    if (v.size() != m.bytes.size()) {
+      return InvalidArgumentError(what + " has " + std::to_string(v.size()) + " times for " +
+                                  std::to_string(m.bytes.size()) + " sizes");
     }
   }
   *out = std::move(m);
@@ -104,7 +115,7 @@ StatusOr<CostModel> CostModel::Load(const std::string& path, const CostModel& ba
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "copy_mem_us", where, &m.copy_mem_us));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "cache_bytes", where, &m.cache_bytes));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "sync_us", where, &m.sync_us));
-  KOLO_RETURN_IF_ERROR(ReadMeasured(root, "library_allreduce", where, &m.library_allreduce));
+  KOLO_RETURN_IF_ERROR(ReadMeasured(root, "measured_allreduce", where, &m.measured_allreduce));
   m.source = path;
   if (base.source != "defaults") m.source += " over " + base.source;
   auto it = root.find("measured");
@@ -137,12 +148,12 @@ std::string CostModel::ToJson(bool with_device) const {
   j["copy_mem_us"] = copy_mem_us;
   j["cache_bytes"] = cache_bytes;
   j["sync_us"] = sync_us;
-  if (library_allreduce.ranks > 0) {
-    j["library_allreduce"] = {{"ranks", library_allreduce.ranks},
-                              {"nodes", library_allreduce.nodes},
-                              {"local_size", library_allreduce.local_size},
-                              {"bytes", library_allreduce.bytes},
-                              {"micros", library_allreduce.micros}};
+  if (measured_allreduce.ranks > 0) {
+    j["measured_allreduce"] = {{"ranks", measured_allreduce.ranks},
+                               {"nodes", measured_allreduce.nodes},
+                               {"local_size", measured_allreduce.local_size},
+                               {"bytes", measured_allreduce.bytes},
+                               {"micros", measured_allreduce.micros}};
   }
   if (!measured.empty()) j["measured"] = measured;
   return j.dump(2);

@@ -16,6 +16,7 @@
 #ifndef KOLO_COLLECTIVES_SELECT_COST_MODEL_H_
 #define KOLO_COLLECTIVES_SELECT_COST_MODEL_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,14 +24,15 @@
 
 namespace kolo {
 
-// An all-reduce timed on one layout: float32 sum, `ranks` ranks on `nodes` nodes of
-// `local_size` ranks each; micros[i] is the time for bytes[i] (ascending). ranks == 0: none.
+// Host all-reduce algorithms timed on one layout by `kolo-bench --calibrate`: float32 sum,
+// `ranks` ranks on `nodes` nodes of `local_size` ranks each; micros[name][i] is the time of the
+// algorithm called `name` (AllreduceAlgorithm::Name) for bytes[i] (ascending). ranks == 0: none.
 struct MeasuredAllreduce {
   int ranks = 0;
   int nodes = 0;
   int local_size = 0;
   std::vector<double> bytes;
-  std::vector<double> micros;
+  std::map<std::string, std::vector<double>> micros;
 };
 
 struct LinkCost {
@@ -69,13 +71,13 @@ struct CostModel {
   double cache_bytes = 32.0 * (1 << 20);
   // One flag barrier among the ranks of a node in shared memory.
   double sync_us = 0.5;
-  // The library's own all-reduce (NativeAllreduce, "mpi") as `kolo-bench --calibrate` timed it
-  // on the calibration's layout. No formula of ours follows the library: it picks its algorithm
-  // by size inside, and across shaped links Open MPI's (libnbc's Rabenseifner) ran 17-28% faster
-  // than kolo's Rabenseifner, which moves the same bytes in the same steps
-  // (docs/benchmarks.md, "Across nodes"). On that layout its estimate follows the measurement
-  // (collectives/native_allreduce.h); elsewhere the formula alone.
-  MeasuredAllreduce library_allreduce;
+  // The calibration's timings of the host algorithms on its layout. A formula gets the bytes
+  // and the steps right but not always what the links make of them: across shaped links MPI's
+  // own all-reduce (libnbc's Rabenseifner) ran 17-28% faster than its formula at 2 x 2, and
+  // kolo's recursive doubling, Rabenseifner and hierarchical about 2x slower than theirs at
+  // 4 x 1 (docs/benchmarks.md, "Across nodes"). On that layout the selector scales each timed
+  // algorithm's formula to its times (collectives/select/measured_estimate.h).
+  MeasuredAllreduce measured_allreduce;
   // Where the numbers come from: "defaults" or the tuning file's path and date.
   std::string source = "defaults";
   // When and where a calibration measured these (written to and read from the file).
@@ -83,10 +85,10 @@ struct CostModel {
 
   // Reads a tuning file (JSON: {"intra": {"alpha_us", "beta_us"}, "inter": {...},
   // "inter_sharing", "device_intra": {...}, "device_inter": {...}, "gamma_us", "copy_us",
-  // "copy_mem_us", "cache_bytes", "sync_us", "library_allreduce": {"ranks", "nodes",
-  // "local_size", "bytes": [...], "micros": [...]}}) over `base`: absent keys keep base's values
-  // (the topology's link model, or the defaults). kInvalidArgument naming the file and the key on
-  // malformed content, kNotFound when it cannot be opened.
+  // "copy_mem_us", "cache_bytes", "sync_us", "measured_allreduce": {"ranks", "nodes",
+  // "local_size", "bytes": [...], "micros": {name: [...], ...}}}) over `base`: absent keys keep
+  // base's values (the topology's link model, or the defaults). kInvalidArgument naming the file
+  // and the key on malformed content, kNotFound when it cannot be opened.
   static StatusOr<CostModel> Load(const std::string& path, const CostModel& base);
   static StatusOr<CostModel> Load(const std::string& path);
 

@@ -1,5 +1,7 @@
 #include "collectives/select/registry.h"
 
+#include "collectives/select/measured_estimate.h"
+
 #include "base/logging.h"  // fmt
 #include "collectives/host/rabenseifner_allreduce.h"
 #include "collectives/host/recursive_doubling_allreduce.h"
@@ -118,7 +120,7 @@ std::vector<std::pair<AllreduceAlgorithm*, double>> AllreduceSelector::Rank(
   std::vector<std::pair<AllreduceAlgorithm*, double>> out;
   for (const auto& algo : algorithms_) {
     const bool ok = algo->memory() == in.memory && algo->Supports(in).ok();
-    out.emplace_back(algo.get(), ok ? algo->EstimateMicros(in) : -1.0);
+    out.emplace_back(algo.get(), ok ? MeasuredEstimate(*algo, in) : -1.0);
   }
   return out;
 }
@@ -141,7 +143,7 @@ StatusOr<AllreduceAlgorithm*> AllreduceSelector::Select(SelectionInput in) const
       rejected += (rejected.empty() ? "" : "; ") + std::string(algo->Name()) + ": " + s.message();
       continue;
     }
-    const double us = algo->EstimateMicros(in);
+    const double us = MeasuredEstimate(*algo, in);
     if (!best || us < best_us) {
       best = algo.get();
       best_us = us;

@@ -2,13 +2,15 @@
 """`kolo-bench --calibrate` end to end: the tuning file it writes, read back by the selector.
 
 Runs the calibration under the launcher, then checks the file independently of kolo's loader:
-every figure positive and finite, and the library all-reduce timed on this run's layout (--np
-ranks on one node, 4 KiB to 16 MiB by 4x, strictly ascending). Then runs `kolo-bench -a mpi`
-with KOLO_TUNING_FILE at sizes the calibration timed and at one between two of them: the
-model column of MPI's own all-reduce must be the calibration's time at a timed size (to the
-printed precision), and between two timed sizes must lie between their times (the estimate
-follows the measurement on its layout). Exit status 0 when everything holds; the first failure
-is printed.
+every figure positive and finite, and the algorithms timed on this run's layout (--np ranks on
+one node, 4 KiB to 16 MiB by 4x), MPI's own ("mpi") and kolo's ring among them. Then runs
+`kolo-bench -a all` with KOLO_TUNING_FILE from 64 KiB to 1 MiB by 2x and reads which algorithm
+the selector picked at each size (the row marked selected):
+  - at the sizes the calibration timed, the algorithm it timed fastest (the estimate of a timed
+    algorithm on its layout is its time there);
+  - with the file's times of one algorithm that was not picked divided by 1000, that algorithm,
+    at every size, timed or between two timed ones.
+Exit status 0 when everything holds; the first failure is printed.
 """
 import argparse
 import json
@@ -17,6 +19,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+SIZES = [4096 * 4 ** k for k in range(7)]
 
 
 def fail(message):
@@ -30,6 +34,22 @@ def run(cmd, env=None):
     if done.returncode != 0:
         fail("exit status %d: %s\n%s" % (done.returncode, " ".join(cmd), done.stdout[-3000:]))
     return done.stdout
+
+
+def picks(args, tmp, tuning):
+    """{bytes: the algorithm -a marked selected} with `tuning` as KOLO_TUNING_FILE."""
+    rows_path = os.path.join(tmp, "rows.jsonl")
+    if os.path.exists(rows_path):
+        os.remove(rows_path)
+    env = dict(os.environ, KOLO_TUNING_FILE=tuning)
+    run(args.launcher + [args.bench, "-a", "all", "-b", "64K", "-e", "1M", "-f", "2", "-n", "2",
+                         "-w", "1", "-R", "1", "--json", rows_path], env)
+    out = {}
+    for line in open(rows_path):
+        row = json.loads(line)
+        if row.get("record") == "row" and row.get("selected"):
+            out[row["bytes"]] = row["algorithm"]
+    return out
 
 
 def main():
@@ -46,41 +66,41 @@ def main():
             value = tuning.get(key)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 fail("%s is %r" % (key, value))
-        lib = tuning.get("library_allreduce")
-        if not isinstance(lib, dict):
-            fail("no library_allreduce in %s" % json.dumps(tuning))
-        expected = {"ranks": args.np, "nodes": 1, "local_size": args.np}
-        for key, want in expected.items():
-            if lib.get(key) != want:
-                fail("library_allreduce %s is %r, not %r" % (key, lib.get(key), want))
-        sizes = [4096 * 4 ** k for k in range(7)]
-        if lib["bytes"] != sizes:
-            fail("library_allreduce bytes %r, not %r" % (lib["bytes"], sizes))
-        micros = lib["micros"]
-        if len(micros) != len(sizes) or not all(math.isfinite(t) and t > 0 for t in micros):
-            fail("library_allreduce micros %r" % micros)
-        timed = dict(zip(sizes, micros))
+        timed = tuning.get("measured_allreduce")
+        if not isinstance(timed, dict):
+            fail("no measured_allreduce in %s" % json.dumps(tuning))
+        for key, want in {"ranks": args.np, "nodes": 1, "local_size": args.np}.items():
+            if timed.get(key) != want:
+                fail("measured_allreduce %s is %r, not %r" % (key, timed.get(key), want))
+        if timed["bytes"] != SIZES:
+            fail("measured_allreduce bytes %r, not %r" % (timed["bytes"], SIZES))
+        micros = timed["micros"]
+        for name in ("mpi", "ring"):
+            if name not in micros:
+                fail("%s was not timed: %s" % (name, sorted(micros)))
+        for name, times in micros.items():
+            if len(times) != len(SIZES) or not all(math.isfinite(t) and t > 0 for t in times):
+                fail("times of %s: %r" % (name, times))
 
-        rows_path = os.path.join(tmp, "rows.jsonl")
-        env = dict(os.environ, KOLO_TUNING_FILE=path)
-        run(args.launcher + [args.bench, "-a", "mpi", "-b", "64K", "-e", "1M", "-f", "2",
-                             "-n", "2", "-w", "1", "-R", "1", "--json", rows_path], env)
-        model = {}
-        for line in open(rows_path):
-            row = json.loads(line)
-            if row.get("record") == "row" and row.get("algorithm") == "mpi":
-                model[row["bytes"]] = row["model_us"]
+        picked = picks(args, tmp, path)
         for size in (65536, 262144, 1048576):
-            got = model.get(size)
-            if got is None or abs(got - timed[size]) > 1e-6 * timed[size]:
-                fail("model of mpi at %d B is %r, the calibration timed %r" %
-                     (size, got, timed[size]))
-        low, high = sorted((timed[262144], timed[1048576]))
-        got = model.get(524288)
-        if got is None or not low * (1 - 1e-9) <= got <= high * (1 + 1e-9):
-            fail("model of mpi at 524288 B is %r, not between %r and %r" % (got, low, high))
-    print("PASSED: the tuning file's library all-reduce (%d sizes) drives mpi's estimate"
-          % len(sizes))
+            i = SIZES.index(size)
+            fastest = min(micros, key=lambda name: micros[name][i])
+            if picked.get(size) != fastest:
+                fail("at %d B the selector picked %r; the calibration timed %s fastest (%s)" % (
+                    size, picked.get(size), fastest,
+                    ", ".join("%s %.1f us" % (n, micros[n][i]) for n in sorted(micros))))
+
+        favoured = next(name for name in sorted(micros) if name not in picked.values())
+        micros[favoured] = [t / 1000 for t in micros[favoured]]
+        with open(path, "w") as out:
+            json.dump(tuning, out)
+        picked = picks(args, tmp, path)
+        for size in (65536, 131072, 262144, 524288, 1048576):
+            if picked.get(size) != favoured:
+                fail("at %d B the selector picked %r, not %s, whose times were divided by 1000"
+                     % (size, picked.get(size), favoured))
+    print("PASSED: %d algorithms timed; the selector follows their times" % len(micros))
 
 
 if __name__ == "__main__":
