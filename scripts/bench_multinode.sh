@@ -3,7 +3,8 @@
 # against kolo's cost model, for docs/benchmarks.md. For each layout, 2 nodes x 2 ranks and
 # 4 x 1, in clusters of its own:
 #   1. `kolo-bench --calibrate`: the cost model's parameters measured on these nodes (inter-node
-#      alpha and beta from a ping-pong over the shaped link), written to a tuning file;
+#      alpha and beta from a ping-pong over the shaped link), and every algorithm timed on the
+#      layout (the selector follows those times there), written to a tuning file;
 #   2. `kolo-bench -a all` with that tuning file (KOLO_TUNING_FILE): every algorithm's time per
 #      size beside the model's prediction, and the selector's pick, every output checked;
 #   3. bench/cross_node_bytes.py with the flat ring (ranks placed by node, and round-robin) and
