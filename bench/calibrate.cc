@@ -254,6 +254,7 @@ MeasuredAllreduce MeasureAlgorithms(const World& world, Communicator& comm, int 
       }
     }
   }
+  m.backend = std::string(comm.BackendName());
   m.ranks = comm.Size();
   m.nodes = layout.nodes;
   m.local_size = layout.max_local_size;

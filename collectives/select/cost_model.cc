@@ -29,8 +29,9 @@ Status ReadLink(const Json& root, const char* key, const std::string& where, Lin
   return ReadNumber(*it, "beta_us", inner, &out->beta_us);
 }
 
-// "measured_allreduce": a layout of positive sizes (nodes x local_size = ranks), bytes strictly
-// ascending, and for each algorithm as many times as bytes; every number positive and finite.
+// "measured_allreduce": a backend, a layout of positive sizes (nodes x local_size = ranks), bytes
+// strictly ascending, and for each algorithm as many times as bytes; every number positive and
+// finite.
 Status ReadPositives(const Json& array, const std::string& what, std::vector<double>* out) {
   if (!array.is_array()) return InvalidArgumentError(what + " must be an array of numbers");
   for (const Json& v : array) {
@@ -49,6 +50,11 @@ Status ReadMeasured(const Json& root, const char* key, const std::string& where,
   const std::string inner = where + ": " + key;
   if (!it->is_object()) return InvalidArgumentError(inner + " must be an object");
   MeasuredAllreduce m;
+  auto backend = it->find("backend");
+  if (backend == it->end() || !backend->is_string() || backend->get<std::string>().empty()) {
+    return InvalidArgumentError(inner + ": \"backend\" must name the transport (\"mpi\")");
+  }
+  m.backend = backend->get<std::string>();
   for (auto [name, field] : {std::pair{"ranks", &m.ranks}, std::pair{"nodes", &m.nodes},
                              std::pair{"local_size", &m.local_size}}) {
     auto f = it->find(name);
@@ -149,11 +155,10 @@ std::string CostModel::ToJson(bool with_device) const {
   j["cache_bytes"] = cache_bytes;
   j["sync_us"] = sync_us;
   if (measured_allreduce.ranks > 0) {
-    j["measured_allreduce"] = {{"ranks", measured_allreduce.ranks},
-                               {"nodes", measured_allreduce.nodes},
-                               {"local_size", measured_allreduce.local_size},
-                               {"bytes", measured_allreduce.bytes},
-                               {"micros", measured_allreduce.micros}};
+    j["measured_allreduce"] = {
+        {"backend", measured_allreduce.backend}, {"ranks", measured_allreduce.ranks},
+        {"nodes", measured_allreduce.nodes},     {"local_size", measured_allreduce.local_size},
+        {"bytes", measured_allreduce.bytes},     {"micros", measured_allreduce.micros}};
   }
   if (!measured.empty()) j["measured"] = measured;
   return j.dump(2);

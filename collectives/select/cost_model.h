@@ -25,9 +25,11 @@
 namespace kolo {
 
 // Host all-reduce algorithms timed on one layout by `kolo-bench --calibrate`: float32 sum,
-// `ranks` ranks on `nodes` nodes of `local_size` ranks each; micros[name][i] is the time of the
-// algorithm called `name` (AllreduceAlgorithm::Name) for bytes[i] (ascending). ranks == 0: none.
+// `ranks` ranks on `nodes` nodes of `local_size` ranks each, over the transport `backend`
+// (Communicator::BackendName); micros[name][i] is the time of the algorithm called `name`
+// (AllreduceAlgorithm::Name) for bytes[i] (ascending). ranks == 0: none.
 struct MeasuredAllreduce {
+  std::string backend;
   int ranks = 0;
   int nodes = 0;
   int local_size = 0;
@@ -85,10 +87,10 @@ struct CostModel {
 
   // Reads a tuning file (JSON: {"intra": {"alpha_us", "beta_us"}, "inter": {...},
   // "inter_sharing", "device_intra": {...}, "device_inter": {...}, "gamma_us", "copy_us",
-  // "copy_mem_us", "cache_bytes", "sync_us", "measured_allreduce": {"ranks", "nodes",
-  // "local_size", "bytes": [...], "micros": {name: [...], ...}}}) over `base`: absent keys keep
-  // base's values (the topology's link model, or the defaults). kInvalidArgument naming the file
-  // and the key on malformed content, kNotFound when it cannot be opened.
+  // "copy_mem_us", "cache_bytes", "sync_us", "measured_allreduce": {"backend", "ranks",
+  // "nodes", "local_size", "bytes": [...], "micros": {name: [...], ...}}}) over `base`: absent keys
+  // keep base's values (the topology's link model, or the defaults). kInvalidArgument naming the
+  // file and the key on malformed content, kNotFound when it cannot be opened.
   static StatusOr<CostModel> Load(const std::string& path, const CostModel& base);
   static StatusOr<CostModel> Load(const std::string& path);
 

@@ -5,8 +5,8 @@
 namespace kolo {
 
 bool MeasuredOnLayout(const MeasuredAllreduce& m, const SelectionInput& in) {
-  return m.ranks > 0 && in.memory == MemoryKind::kHost && m.ranks == in.ranks &&
-         m.nodes == in.nodes && m.local_size == in.max_local_size &&
+  return m.ranks > 0 && in.memory == MemoryKind::kHost && m.backend == in.backend &&
+         m.ranks == in.ranks && m.nodes == in.nodes && m.local_size == in.max_local_size &&
          m.local_size == in.min_local_size;
 }
 

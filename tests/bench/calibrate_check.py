@@ -69,7 +69,8 @@ def main():
         timed = tuning.get("measured_allreduce")
         if not isinstance(timed, dict):
             fail("no measured_allreduce in %s" % json.dumps(tuning))
-        for key, want in {"ranks": args.np, "nodes": 1, "local_size": args.np}.items():
+        for key, want in {"backend": "mpi", "ranks": args.np, "nodes": 1,
+                          "local_size": args.np}.items():
             if timed.get(key) != want:
                 fail("measured_allreduce %s is %r, not %r" % (key, timed.get(key), want))
         if timed["bytes"] != SIZES:

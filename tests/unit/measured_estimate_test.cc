@@ -51,6 +51,7 @@ CostModel Links() {
 MeasuredAllreduce TwoByTwoTimes(std::vector<double> bytes,
                                 std::map<std::string, std::vector<double>> micros) {
   MeasuredAllreduce m;
+  m.backend = "mpi";
   m.ranks = 4;
   m.nodes = 2;
   m.local_size = 2;
@@ -89,7 +90,8 @@ TEST(MeasuredEstimate, FollowsTheTimesOnTheirLayout) {
 }
 
 // Elsewhere the formula: another layout (4 nodes of 1, 8 ranks, uneven nodes), device buffers,
-// an algorithm the calibration did not time. A timing says nothing about other links.
+// another transport, an algorithm the calibration did not time. A timing says nothing about other
+// links.
 TEST(MeasuredEstimate, ElsewhereTheFormula) {
   const CostModel plain = Links();
   CostModel tuned = plain;
@@ -98,7 +100,7 @@ TEST(MeasuredEstimate, ElsewhereTheFormula) {
   RingAllreduce ring;
   SelectionInput a = TwoByTwo(kMiB, &plain), b = TwoByTwo(kMiB, &tuned);
   EXPECT_DOUBLE_EQ(MeasuredEstimate(library, b), 1.0);
-  EXPECT_DOUBLE_EQ(MeasuredEstimate(ring, b), ring.EstimateMicros(a));
+  EXPECT_DOUBLE_EQ(MeasuredEstimate(ring, b), ring.EstimateMicros(a));  // not timed
   for (auto [nodes, max_local, min_local, ranks] :
        {std::tuple{4, 1, 1, 4}, std::tuple{4, 2, 2, 8}, std::tuple{2, 3, 1, 4}}) {
     a.nodes = b.nodes = nodes;
@@ -111,6 +113,11 @@ TEST(MeasuredEstimate, ElsewhereTheFormula) {
   b = TwoByTwo(kMiB, &tuned);
   b.memory = MemoryKind::kCuda;
   EXPECT_FALSE(MeasuredOnLayout(tuned.measured_allreduce, b));
+  // The same layout over another transport: times over MPI do not carry over.
+  a = TwoByTwo(kMiB, &plain);
+  b = TwoByTwo(kMiB, &tuned);
+  a.backend = b.backend = "ucx";
+  EXPECT_DOUBLE_EQ(MeasuredEstimate(library, b), library.EstimateMicros(a));
 }
 
 // The times decide the ranking: an algorithm the formulas do not pick, timed 8x faster than the
@@ -164,29 +171,34 @@ TEST(MeasuredEstimate, TheTuningFileCarriesTheTimes) {
   ASSERT_TRUE(m.Save(path).ok());
   auto loaded = CostModel::Load(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->measured_allreduce.backend, "mpi");
   EXPECT_EQ(loaded->measured_allreduce.ranks, 4);
   EXPECT_EQ(loaded->measured_allreduce.nodes, 2);
   EXPECT_EQ(loaded->measured_allreduce.local_size, 2);
   EXPECT_EQ(loaded->measured_allreduce.bytes, m.measured_allreduce.bytes);
   EXPECT_EQ(loaded->measured_allreduce.micros, m.measured_allreduce.micros);
   const std::pair<const char*, const char*> bad[] = {
-      {R"({"measured_allreduce": {"ranks": 4, "nodes": 2, "local_size": 2,
+      {R"({"measured_allreduce": {"backend": "mpi", "ranks": 4, "nodes": 2, "local_size": 2,
            "bytes": [4096, 1024], "micros": {"mpi": [1, 2]}}})",
        "strictly ascending"},
-      {R"({"measured_allreduce": {"ranks": 4, "nodes": 2, "local_size": 2,
+      {R"({"measured_allreduce": {"backend": "mpi", "ranks": 4, "nodes": 2, "local_size": 2,
            "bytes": [4096], "micros": {"ring": [1, 2]}}})",
        "\"micros\" of ring has 2 times for 1 sizes"},
-      {R"({"measured_allreduce": {"ranks": 4, "nodes": 3, "local_size": 2,
+      {R"({"measured_allreduce": {"backend": "mpi", "ranks": 4, "nodes": 3, "local_size": 2,
            "bytes": [4096], "micros": {}}})",
        "3 nodes of 2 ranks are not 4 ranks"},
-      {R"({"measured_allreduce": {"ranks": 4, "nodes": 2, "local_size": 2,
+      {R"({"measured_allreduce": {"backend": "mpi", "ranks": 4, "nodes": 2, "local_size": 2,
            "bytes": [4096], "micros": {"mpi": [-1]}}})",
        "\"micros\" of mpi must hold positive numbers"},
-      {R"({"measured_allreduce": {"ranks": 4, "nodes": 2, "local_size": 2,
+      {R"({"measured_allreduce": {"backend": "mpi", "ranks": 4, "nodes": 2, "local_size": 2,
            "bytes": [4096], "micros": [1]}})",
        "\"micros\" must be an object"},
-      {R"({"measured_allreduce": {"nodes": 2, "local_size": 2, "bytes": [1], "micros": {}}})",
+      {R"({"measured_allreduce": {"backend": "mpi", "nodes": 2, "local_size": 2, "bytes": [1],
+           "micros": {}}})",
        "\"ranks\" must be a positive integer"},
+      {R"({"measured_allreduce": {"ranks": 4, "nodes": 2, "local_size": 2, "bytes": [1],
+           "micros": {}}})",
+       "\"backend\" must name the transport"},
   };
   for (const auto& [text, why] : bad) {
     {
