@@ -201,15 +201,15 @@ LinkCost MeasureRingStep(const World& world, Communicator& comm, int repeats, co
 MeasuredAllreduce MeasureAlgorithms(const World& world, Communicator& comm, int repeats,
                                     const std::function<void(const std::string&)>& out) {
   MeasuredAllreduce m;
-  SelectionInput layout = DescribeCommunicator(comm);
+  const SelectionInput layout = DescribeCommunicator(comm);
   if (layout.max_local_size != layout.min_local_size || comm.Size() < 2) {
     out("algorithms: not timed (nodes of unequal sizes, or one rank)");
     return m;
   }
   std::vector<size_t> sizes;
   for (size_t s = size_t{4} << 10; s <= kAlgorithmMaxBytes; s *= 4) sizes.push_back(s);
-  // Every candidate for auto on host buffers at every size (supporting one size is not enough:
-  // a timing is kept only for the sizes it covers all of).
+  // The host algorithms that support every size timed: the file holds one time per size for
+  // each algorithm it names.
   AllreduceSelector selector;
   std::vector<AllreduceAlgorithm*> algorithms;
   for (const auto& [algo, us] : selector.Rank(layout)) {

@@ -64,7 +64,7 @@ Status ReadMeasured(const Json& root, const char* key, const std::string& where,
     }
     *field = f->get<int>();
   }
-  if (m.nodes * m.local_size != m.ranks) {
+  if (int64_t{m.nodes} * m.local_size != m.ranks) {
     return InvalidArgumentError(inner + ": " + std::to_string(m.nodes) + " nodes of " +
                                 std::to_string(m.local_size) + " ranks are not " +
                                 std::to_string(m.ranks) + " ranks");
