@@ -54,6 +54,18 @@ int RoundTrips(size_t bytes) {
                                              2, 100));
 }
 
+// One timed block: a warm-up call, a barrier (the ranks start together), then `calls` calls;
+// returns this rank's microseconds per call.
+double TimedBlock(const World& world, Communicator& comm, int calls,
+                  const std::function<void()>& call) {
+  call();
+  const Status b = comm.Barrier();
+  if (!b.ok()) Fail(world, "barrier before a timed block: " + b.ToString());
+  const double start = NowSeconds();
+  for (int c = 0; c < calls; ++c) call();
+  return (NowSeconds() - start) * 1e6 / calls;
+}
+
 void Exchange(const World& world, Communicator& comm, bool send_first, void* buffer, size_t bytes,
               int peer) {
   for (int leg = 0; leg < 2; ++leg) {
@@ -160,13 +172,7 @@ LinkCost MeasureRingStep(const World& world, Communicator& comm, int repeats, co
   for (int r = 0; r < repeats; ++r) {
     for (size_t k = 0; k < sizes.size(); ++k) {
       const size_t i = r % 2 == 0 ? k : sizes.size() - 1 - k;
-      const int steps = RoundTrips(sizes[i]);
-      step(sizes[i]);
-      const Status b = comm.Barrier();
-      if (!b.ok()) Fail(world, "ring step barrier: " + b.ToString());
-      const double start = NowSeconds();
-      for (int t = 0; t < steps; ++t) step(sizes[i]);
-      samples[i].push_back((NowSeconds() - start) * 1e6 / steps);
+      samples[i].push_back(TimedBlock(world, comm, RoundTrips(sizes[i]), [&] { step(sizes[i]); }));
     }
   }
   std::vector<double> medians;
@@ -244,13 +250,8 @@ MeasuredAllreduce MeasureAlgorithms(const World& world, Communicator& comm, int 
       const size_t i = r % 2 == 0 ? k : sizes.size() - 1 - k;
       for (size_t j = 0; j < algorithms.size(); ++j) {
         const size_t a = (j + static_cast<size_t>(r)) % algorithms.size();
-        const int calls = RoundTrips(sizes[i]);
-        call(algorithms[a], sizes[i]);
-        const Status b = comm.Barrier();
-        if (!b.ok()) Fail(world, "algorithm timing barrier: " + b.ToString());
-        const double start = NowSeconds();
-        for (int c = 0; c < calls; ++c) call(algorithms[a], sizes[i]);
-        samples[a][i].push_back((NowSeconds() - start) * 1e6 / calls);
+        samples[a][i].push_back(
+            TimedBlock(world, comm, RoundTrips(sizes[i]), [&] { call(algorithms[a], sizes[i]); }));
       }
     }
   }

@@ -16,6 +16,7 @@
 #ifndef KOLO_COLLECTIVES_SELECT_COST_MODEL_H_
 #define KOLO_COLLECTIVES_SELECT_COST_MODEL_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,7 +35,7 @@ struct MeasuredAllreduce {
   int nodes = 0;
   int local_size = 0;
   std::vector<double> bytes;
-  std::map<std::string, std::vector<double>> micros;
+  std::map<std::string, std::vector<double>, std::less<>> micros;  // found by a string_view
 };
 
 struct LinkCost {

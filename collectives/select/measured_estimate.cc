@@ -14,7 +14,7 @@ double MeasuredEstimate(const AllreduceAlgorithm& algo, const SelectionInput& in
   const double formula = algo.EstimateMicros(in);
   const MeasuredAllreduce& m = in.cost->measured_allreduce;
   if (formula <= 0 || in.bytes == 0 || !MeasuredOnLayout(m, in)) return formula;
-  auto times = m.micros.find(std::string(algo.Name()));
+  auto times = m.micros.find(algo.Name());  // no allocation: the executor selects per response
   if (times == m.micros.end()) return formula;
   const auto ratio = [&](size_t i) {
     SelectionInput at = in;

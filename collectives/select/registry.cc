@@ -1,12 +1,11 @@
 #include "collectives/select/registry.h"
 
-#include "collectives/select/measured_estimate.h"
-
 #include "base/logging.h"  // fmt
 #include "collectives/host/rabenseifner_allreduce.h"
 #include "collectives/host/recursive_doubling_allreduce.h"
 #include "collectives/host/ring_allreduce.h"
 #include "collectives/native_allreduce.h"
+#include "collectives/select/measured_estimate.h"
 // Tree all-reduces.
 #include "collectives/host/dbtree_allreduce.h"
 #include "collectives/host/tree_allreduce.h"

@@ -49,7 +49,7 @@ CostModel Links() {
 }
 
 MeasuredAllreduce TwoByTwoTimes(std::vector<double> bytes,
-                                std::map<std::string, std::vector<double>> micros) {
+                                std::map<std::string, std::vector<double>, std::less<>> micros) {
   MeasuredAllreduce m;
   m.backend = "mpi";
   m.ranks = 4;
