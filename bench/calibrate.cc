@@ -370,7 +370,10 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
     }
     // The same with every local rank of rank 0's node paired with its counterpart on the other
     // node, all at once: each rank's share of its node's NIC (what `inter` means to the
-    // algorithms whose ranks all cross at once), and how many divide it (inter_sharing).
+    // algorithms whose ranks all cross at once), and how many divide it (inter_sharing). With
+    // one rank per node the lone pair swaps: a swap loads both directions of one connection,
+    // as every step of recursive doubling and halving does, and on the shaped links it ran
+    // 1.4-2x slower than the ping-pong's one direction at a time (docs/benchmarks.md).
     std::vector<std::pair<int, int>> pairs;
     const int there = map.node_of_rank[inter_peer];
     for (int r = 0; r < world.size; ++r) {
@@ -382,7 +385,7 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
       }
     }
     std::sort(pairs.begin(), pairs.end());  // rank 0's pair first: it reports
-    if (pairs.size() >= 2) {
+    if (!pairs.empty()) {
       // Swaps both ways, so that every pair loads both directions at once (ping-pongs drift
       // apart and take turns). Against the lone pair's ping-pong: a lone pair swapping both
       // ways measured from 0.06 to 0.12 GB/s on the same 1 Gbit/s link from run to run, its
@@ -400,11 +403,11 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
         model.inter_sharing = std::max(1.0, one > 0 ? shared / one : 1.0);
         model.inter.beta_us *= model.inter_sharing;
         std::snprintf(line, sizeof line,
-                      "inter, %zu pairs swapping both ways at once: %.2f GB/s per rank against "
+                      "inter, %zu pair%s swapping both ways at once: %.2f GB/s per rank against "
                       "the lone ping-pong's %.2f: inter_sharing %.2f, inter beta %.3g us/B "
                       "(%.2f GB/s per rank)",
-                      pairs.size(), 1e-3 / shared, 1e-3 / one, model.inter_sharing,
-                      model.inter.beta_us, 1e-3 / model.inter.beta_us);
+                      pairs.size(), pairs.size() == 1 ? "" : "s", 1e-3 / shared, 1e-3 / one,
+                      model.inter_sharing, model.inter.beta_us, 1e-3 / model.inter.beta_us);
         out(line);
       }
     }

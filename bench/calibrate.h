@@ -14,12 +14,13 @@
 //          the both-ways traffic of a ring (beta 1.9x too small at 2 MiB+).
 //   inter  ping-pong between rank 0 and the first rank of another node (one-way = round trip
 //          / 2, 8 B .. 2 MiB, fitted weighted by 1/t) when KOLO_NODE_GROUPING (or the hosts)
-//          gives one; else inter = intra, and the output says so. Where rank 0's node has more
-//          ranks: each of them paired with its counterpart on that node, every pair swapping
-//          messages both ways at once; inter_sharing = that beta over the lone ping-pong's (how
-//          much slower each flow is when all cross than alone; at least 1, and more than the
-//          pairs where sharing costs more than an even split), and inter's beta is multiplied
-//          by it (each rank's share while all of them cross)
+//          gives one; else inter = intra, and the output says so. Then each rank of rank 0's
+//          node paired with its counterpart on that node (one pair where the node has one
+//          rank), every pair swapping messages both ways at once; inter_sharing = that beta
+//          over the lone ping-pong's (how much slower each flow is when all cross, both ways,
+//          than alone; at least 1, and more than the pairs where sharing costs more than an
+//          even split), and inter's beta is multiplied by it (each rank's share while all of
+//          them cross, as recursive doubling's and halving's swaps do)
 //   gamma  ReduceInto(float32 sum) of 256 KiB into 256 KiB (in cache), per byte, all ranks at once
 //   copy   memcpy of 256 KiB (in cache), per byte, all ranks at once
 //   copy_mem  memcpy of 32 MiB (past the caches), per byte, all ranks at once

@@ -50,12 +50,13 @@ struct CostModel {
   // across at once: its share of the NIC (a 25 GbE-class NIC: ~3 GB/s achieved, ~5 us latency).
   LinkCost inter = {5.0, 1.0 / 3000.0};
   // How much faster a flow alone between two nodes is than each rank's while all ranks of its
-  // node cross at once: a lone flow runs at inter_sharing times inter's bandwidth. The link
-  // model sets it to the ranks per NIC (1 where each rank has a NIC of its own); `kolo-bench
-  // --calibrate` measures it, and it exceeds the ranks per NIC where sharing costs more than an
-  // even split. A flat ring over ranks placed by node has one such flow per node, the trees
-  // charge their busiest node's edges at that rate, and hierarchical's cross-node step runs
-  // every rank's flow at once (collectives/ALGORITHMS.md).
+  // node cross at once, both ways (swapping with their partners): a lone flow runs at
+  // inter_sharing times inter's bandwidth. The link model sets it to the ranks per NIC (1 where
+  // each rank has a NIC of its own); `kolo-bench --calibrate` measures it, and it exceeds the
+  // ranks per NIC where sharing costs more than an even split. A flat ring over ranks placed by
+  // node has one such flow per node, the trees charge their busiest node's edges at that rate,
+  // and hierarchical's cross-node step runs every rank's flow at once
+  // (collectives/ALGORITHMS.md).
   double inter_sharing = 1;
   // GPU buffers (the NCCL candidates): one step between two GPUs of a node, and a GPU's share
   // of its NIC. Defaults: PCIe Gen3 x16 at NCCL's 12 GB/s and 1 us a hop; a 100 Gbit/s port
@@ -77,8 +78,8 @@ struct CostModel {
   // The calibration's timings of the host algorithms on its layout. A formula gets the bytes
   // and the steps right but not always what the links make of them: across shaped links MPI's
   // own all-reduce (libnbc's Rabenseifner) ran 17-28% faster than its formula at 2 x 2, and
-  // kolo's recursive doubling, Rabenseifner and hierarchical about 2x slower than theirs at
-  // 4 x 1 (docs/benchmarks.md, "Across nodes"). On that layout the selector scales each timed
+  // kolo's recursive doubling and Rabenseifner up to 1.6x slower than theirs at 4 x 1
+  // (docs/benchmarks.md, "Across nodes"). On that layout the selector scales each timed
   // algorithm's formula to its times (collectives/select/measured_estimate.h).
   MeasuredAllreduce measured_allreduce;
   // Where the numbers come from: "defaults" or the tuning file's path and date.

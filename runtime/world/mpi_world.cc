@@ -10,6 +10,7 @@
 #include "base/logging.h"
 #include "base/rank_list.h"
 #include "collectives/mpi/mpi_call.h"
+#include "collectives/mpi/tcp_defaults.h"
 #include "runtime/peer_watch.h"
 #include "runtime/world/start_fence.h"
 
@@ -40,6 +41,7 @@ Status EnsureMpi(double start_timeout_seconds, const std::vector<int>& world_ran
   }
   int provided = 0;
   if (!initialized) {
+    const OpenMpiTcpDefaults tcp;  // pairwise exchanges both ways at the link's rate
     KOLO_MPI_CALL(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
     std::atexit(FinalizeAtExit);
   } else {
