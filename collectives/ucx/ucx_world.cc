@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/host_name.h"
+#include "collectives/ucx/ucx_defaults.h"
 
 namespace kolo {
 
@@ -71,13 +72,17 @@ Status UcxWorld::OpenWorker(bool one_host, std::string* address_out) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read("KOLO", nullptr, &config);
   if (st != UCS_OK) return UcxError(st, "ucp_config_read");
-  // The transports, unless the user chose them (ucx_world.h says why).
-  if (std::getenv("KOLO_UCX_TLS") == nullptr && std::getenv("UCX_TLS") == nullptr) {
-    const char* tls = one_host ? "posix,sysv,self" : "^cma";
-    st = ucp_config_modify(config, "TLS", tls);
+  // The transports and the protocol threshold, unless the user chose them (ucx_world.h says
+  // why).
+  const auto user_set = [](const char* name) {
+    return std::getenv(("KOLO_UCX_" + std::string(name)).c_str()) != nullptr ||
+           std::getenv(("UCX_" + std::string(name)).c_str()) != nullptr;
+  };
+  for (const UcxSetting& s : UcxDefaults(one_host, user_set)) {
+    st = ucp_config_modify(config, s.name, s.value);
     if (st != UCS_OK) {
       ucp_config_release(config);
-      return UcxError(st, std::string("ucp_config_modify(TLS=") + tls + ")");
+      return UcxError(st, std::string("ucp_config_modify(") + s.name + "=" + s.value + ")");
     }
   }
   ucp_params_t params;

@@ -34,6 +34,16 @@
 // CMA gone, UCX sends same-host rendezvous messages over TCP on loopback when TCP is enabled
 // (ring all-reduce, 2 ranks: 32 KiB 6x, 2 MiB 2x slower than through the shared-memory FIFO).
 // Across hosts TCP is needed, and same-host pairs there pay that price (set KOLO_UCX_TLS).
+// Across hosts kolo also sends every message eagerly (RNDV_THRESH=inf) unless the user set the
+// threshold: by rendezvous over TCP, two ranks exchanging large messages with each other (every
+// step of recursive doubling and halving) took turns rather than sending both ways at once, as
+// Open MPI's TCP transport does with its put protocol (collectives/mpi/tcp_defaults.h); over
+// 1 Gbit/s namespace links, 2 nodes x 2 ranks, two runs each: Rabenseifner 12.0-12.9 ->
+// 8.8-9.0 ms at 1 MiB and 61-62 -> 37-38 ms at 4 MiB, hierarchical 59 -> 36 ms at 4 MiB, the
+// ring (no swaps) unchanged; none of UCX's rendezvous schemes (get_zcopy, put_zcopy, am)
+// helped. The cost: a message that arrives before its receive is posted is held by UCX until
+// it is, and on one host eager messages were slower from 4 MiB (Rabenseifner at 16 MiB 7.0-8.9
+// against 6.4-6.6 ms), so one host keeps UCX's own threshold (collectives/ucx/ucx_defaults.h).
 //
 // Device memory: Debian's UCX 1.13 has no CUDA support. MemoryTypes() tells what the context
 // can move; kolo's host algorithms pass host buffers only, and every call declares
