@@ -14,7 +14,8 @@
 #      wrong kernel fails on one GPU), their bandwidth against cudaMemcpy, NCCL through kolo
 #      against the raw call; built by the full build, else alone with nvcc (needs only CUDA,
 #      and NCCL from the toolkit or from the nvidia-nccl wheel that PyTorch brings);
-#   6. kolo.torch on CUDA tensors (tests/python/test_cuda.py, one rank);
+#   6. kolo.torch and its torch.distributed backend on CUDA tensors (tests/python/test_cuda.py
+#      and test_torch_distributed_devices.py, one rank);
 #   7. the device benchmarks (kolo-bench --device cuda: the sweep, the ResNet-50 and BERT-base
 #      replays).
 # Then the table (also $OUT/gpu_check.md). Exit status: on a machine with a GPU, non-zero when
@@ -324,9 +325,10 @@ else
 fi
 
 # ---- 6. kolo.torch on CUDA tensors ----------------------------------------------------------
-with_build "kolo.torch on CUDA (tests/python/test_cuda.py, 1 rank)" pytest-cuda.log 120 \
+with_build "kolo.torch and its torch.distributed backend on CUDA (tests/python/test_cuda.py, \
+test_torch_distributed_devices.py, 1 rank)" pytest-cuda.log 180 \
   env PYTHONPATH="${build}/python" "${py}" -m pytest -x -q -p no:cacheprovider \
-  tests/python/test_cuda.py
+  tests/python/test_cuda.py tests/python/test_torch_distributed_devices.py
 
 # ---- 7. the device benchmarks ---------------------------------------------------------------
 # One rank: under mpirun where there is one, else MPI's singleton start (always with a bundle:

@@ -20,7 +20,7 @@ for stage in '^\| GPU \| none \|' '^\| versions \|' '^\| full build \(sm_[0-9]+\
     '^\| compute-sanitizer memcheck \(pack, fused all-reduce\) \| skipped \|' \
     '^\| nvcc build of kolo-gpu-check \(GPU parts alone\) \| skipped \|' \
     '^\| kolo-gpu-check \| skipped \|' \
-    '^\| kolo\.torch on CUDA \(tests/python/test_cuda\.py, 1 rank\) \| skipped \|' \
+    '^\| kolo\.torch and its torch\.distributed backend on CUDA \(tests/python/test_cuda\.py, test_torch_distributed_devices\.py, 1 rank\) \| skipped \|' \
     '^\| kolo-bench --device cuda \(sweep\) \| skipped \|' \
     '^\| kolo-bench --device cuda --model resnet50 \| skipped \|' \
     '^\| kolo-bench --device cuda --model bert-base \| skipped \|' \
