@@ -372,8 +372,9 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
     // node, all at once: each rank's share of its node's NIC (what `inter` means to the
     // algorithms whose ranks all cross at once), and how many divide it (inter_sharing). With
     // one rank per node the lone pair swaps: a swap loads both directions of one connection,
-    // as every step of recursive doubling and halving does, and on the shaped links it ran
-    // 1.4-2x slower than the ping-pong's one direction at a time (docs/benchmarks.md).
+    // as every step of recursive doubling and halving does; on the shaped links it ran 2.1-2.2x
+    // slower than the ping-pong's one direction at a time with Open MPI's TCP `put` protocol,
+    // 1.16x without it (collectives/mpi/tcp_defaults.h, docs/benchmarks.md).
     std::vector<std::pair<int, int>> pairs;
     const int there = map.node_of_rank[inter_peer];
     for (int r = 0; r < world.size; ++r) {
@@ -387,12 +388,13 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
     std::sort(pairs.begin(), pairs.end());  // rank 0's pair first: it reports
     if (!pairs.empty()) {
       // Swaps both ways, so that every pair loads both directions at once (ping-pongs drift
-      // apart and take turns). Against the lone pair's ping-pong: a lone pair swapping both
-      // ways measured from 0.06 to 0.12 GB/s on the same 1 Gbit/s link from run to run, its
-      // ping-pong 0.13-0.14 every time. inter_sharing is the ratio as measured, not capped at
-      // the number of pairs: two pairs swapping over 1 Gbit/s links got 0.05 GB/s each, not
-      // the 0.07 an even split of the ping-pong's rate gives (2.63-2.78 in three runs: TCP both
-      // ways through one shaped queue), and the capped value left recursive doubling,
+      // apart and take turns). Against the lone pair's ping-pong: with Open MPI's TCP `put`
+      // protocol (before kolo left it out) a lone pair swapping both ways measured from 0.06 to
+      // 0.12 GB/s on the same 1 Gbit/s link from run to run, its ping-pong 0.13-0.14 every
+      // time. inter_sharing is the ratio as measured, not capped at the number of pairs: two
+      // pairs swapping over 1 Gbit/s links got 0.05 GB/s each, not the 0.07 an even split of
+      // the ping-pong's rate gives (2.63-2.78 in three runs, with `put`; 2.09-2.33 without),
+      // and the capped value left recursive doubling,
       // Rabenseifner and hierarchical's cross-node step 1.5x faster in the model than measured
       // (docs/benchmarks.md, "Across nodes"). The ring's and the trees' one flow per node still
       // get the ping-pong's rate: inter / inter_sharing.

@@ -90,6 +90,10 @@ bool IsLauncherVariable(const std::string& entry) {
   return false;
 }
 
+// Whether MPI_Init ran with kolo's OMPI_MCA_btl_tcp_flags (collectives/mpi/tcp_defaults.h): the
+// variable is gone from the environment by the time the run's settings are listed.
+bool tcp_flags_by_kolo = false;
+
 RunInfo GatherRunInfo(const World& world, int argc, char** argv, int thread_level) {
   RunInfo info;
   info.version = VersionString();
@@ -128,6 +132,10 @@ RunInfo GatherRunInfo(const World& world, int argc, char** argv, int thread_leve
                               eq == std::string::npos ? "" : entry.substr(eq + 1));
       }
     }
+  }
+  if (tcp_flags_by_kolo) {
+    info.env.emplace_back("OMPI_MCA_btl_tcp_flags",
+                          std::string(kOpenMpiTcpFlags) + " (kolo's default, for MPI_Init)");
   }
   std::sort(info.env.begin(), info.env.end());
   return info;
@@ -340,6 +348,7 @@ int main(int argc, char** argv) {
   int provided = MPI_THREAD_SINGLE;
   const bool started = [&] {
     const kolo::OpenMpiTcpDefaults tcp;
+    kolo::bench::tcp_flags_by_kolo = tcp.set();
     return MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) == MPI_SUCCESS;
   }();
   if (!started) {

@@ -196,7 +196,7 @@ const std::vector<Knob>& Knobs() {
       {"KOLO_NCCL_ALGO", "", "name", "",
        "NCCL's algorithm for its all-reduce, in NCCL_ALGO's syntax (Ring, Tree, ^Tree, "
        "allreduce:ring;...). NCCL reads only NCCL_ALGO, from the environment when it makes its "
-       "first communicator, and kolo does not change its process's environment: set NCCL_ALGO "
+       "first communicator, and kolo does not set NCCL_ALGO: set NCCL_ALGO "
        "to the same value (kolo_init refuses the two differing, case aside). Unset: "
        "NCCL_ALGO's value. The cost model predicts NCCL's all-reduce (the `nccl` entry) as the "
        "algorithm this leaves NCCL",
@@ -296,8 +296,8 @@ StatusOr<Config> ConfigFromEnvironment(const EnvLookup& env) {
   } else if (AsciiLower(c.nccl_algo) != AsciiLower(nccl_algo)) {  // NCCL ignores case
     return InvalidArgumentError(fmt::format(
         "KOLO_NCCL_ALGO='{}' but NCCL_ALGO is {}: NCCL reads only NCCL_ALGO, from the "
-        "environment when it makes its first communicator, and kolo does not change its "
-        "process's environment; set NCCL_ALGO='{}' where the ranks are launched (mpirun -x "
+        "environment when it makes its first communicator, and kolo does not set NCCL_ALGO; "
+        "set NCCL_ALGO='{}' where the ranks are launched (mpirun -x "
         "NCCL_ALGO=...)",
         c.nccl_algo, nccl ? fmt::format("'{}'", nccl_algo) : std::string("unset"), c.nccl_algo));
   }

@@ -83,6 +83,10 @@ stage_address() {
   if [[ -d "${dir}/tests/mpi/CMakeFiles/kolo_ucx_mpi_tests.dir" ]]; then
     targets+=(kolo_ucx_mpi_tests kolo_allreduce_example)
   fi
+  # Where MPI is Open MPI: the check of the TCP setting kolo_init makes for MPI_Init.
+  if [[ -d "${dir}/tests/mpi/CMakeFiles/kolo_tcp_defaults_check.dir" ]]; then
+    targets+=(kolo_tcp_defaults_check)
+  fi
   kolo_build "${dir}" --target "${targets[@]}"
   # All but what the thread stage also leaves out, for the same reasons: the one-thread
   # half-float sweep and the algorithm sweep at 5-7 ranks (no code path that 2-4 do not take).

@@ -48,8 +48,9 @@ double HierarchicalAllreduce::EstimateMicros(const SelectionInput& in) const {
   return intra + cross;
 }
 
-AllreduceAlgorithm* HierarchicalAllreduce::CrossAlgorithm(const SelectionInput& cross) {
-  AllreduceAlgorithm* chosen = choose_cross_ ? choose_cross_(cross) : nullptr;
+AllreduceAlgorithm* HierarchicalAllreduce::CrossAlgorithm(const SelectionInput& cross,
+                                                          int flows_per_node) {
+  AllreduceAlgorithm* chosen = choose_cross_ ? choose_cross_(cross, flows_per_node) : nullptr;
   return chosen ? chosen : &native_;
 }
 
@@ -77,7 +78,7 @@ Status HierarchicalAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
     ci.backend = cross.BackendName();
     ci.native_collectives = cross.HasNativeCollectives();
     ci.cost = &cross_cost_;
-    cross_algo = CrossAlgorithm(ci);
+    cross_algo = CrossAlgorithm(ci, owners);
   }
   const ShmNodeReducer::SliceHook hook = [&](void* data, size_t count, int slice) -> Status {
     AllreduceArgs a{data, data, count, args.dtype, args.op};

@@ -45,8 +45,10 @@ namespace kolo {
 class HierarchicalAllreduce : public AllreduceAlgorithm {
  public:
   // Picks the flat all-reduce of phase 2 from facts that every member of a cross communicator
-  // shares (the input describes one slice over the cross communicator). nullptr: the library's.
-  using CrossChooser = std::function<AllreduceAlgorithm*(const SelectionInput& cross)>;
+  // shares (the input describes one slice over the cross communicator; `flows_per_node` is how
+  // many slices cross from each node at once, one per owner). nullptr: the library's.
+  using CrossChooser =
+      std::function<AllreduceAlgorithm*(const SelectionInput& cross, int flows_per_node)>;
 
   explicit HierarchicalAllreduce(CrossChooser choose_cross = nullptr);
 
@@ -61,7 +63,7 @@ class HierarchicalAllreduce : public AllreduceAlgorithm {
   void set_point_to_point(bool on) { force_point_to_point_ = on; }
 
  private:
-  AllreduceAlgorithm* CrossAlgorithm(const SelectionInput& cross);
+  AllreduceAlgorithm* CrossAlgorithm(const SelectionInput& cross, int flows_per_node);
   Status RunPointToPoint(Communicator& local, const AllreduceArgs& args, int owners,
                          const ShmNodeReducer::SliceHook& hook);
 

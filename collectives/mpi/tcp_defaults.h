@@ -14,8 +14,9 @@
 // nodes"). Shared memory (vader) and other transports ignore the setting.
 //
 // A user's OMPI_MCA_btl_tcp_flags (also what `mpirun --mca btl_tcp_flags ...` passes to the
-// ranks) is left as it is. Where the application initialises MPI before kolo, this cannot take
-// effect: the launch command sets it instead (docs/troubleshooting.md).
+// ranks) is left as it is; a value in one of Open MPI's parameter files ranks below the
+// environment and is replaced. Where the application initialises MPI before kolo, this cannot
+// take effect: the launch command sets it instead (README.md, "Open MPI's TCP transport").
 #ifndef KOLO_COLLECTIVES_MPI_TCP_DEFAULTS_H_
 #define KOLO_COLLECTIVES_MPI_TCP_DEFAULTS_H_
 
@@ -30,8 +31,9 @@ inline constexpr char kOpenMpiTcpFlags[] = "send,inplace,need-ack,need-csum";
 
 // Held around MPI_Init: sets OMPI_MCA_btl_tcp_flags where the user has not, and takes it out
 // again when it goes (Open MPI has read it by then), so that the process's environment, which
-// child processes inherit, is left as the user made it. Not thread-safe against a concurrent
-// getenv (setenv never is).
+// child processes inherit, is left as the user made it. setenv and unsetenv race with a getenv
+// on another thread (the application's, or Open MPI's and PMIx's own once MPI_Init has started
+// them); the variable is read once, at MPI_Init, and the window is these two calls.
 class OpenMpiTcpDefaults {
  public:
   OpenMpiTcpDefaults() {
@@ -42,6 +44,8 @@ class OpenMpiTcpDefaults {
   ~OpenMpiTcpDefaults() {
     if (set_) unsetenv(kVariable);
   }
+  // Whether this guard set the variable (the user had not).
+  bool set() const { return set_; }
   OpenMpiTcpDefaults(const OpenMpiTcpDefaults&) = delete;
   OpenMpiTcpDefaults& operator=(const OpenMpiTcpDefaults&) = delete;
 

@@ -76,11 +76,11 @@ struct CostModel {
   // One flag barrier among the ranks of a node in shared memory.
   double sync_us = 0.5;
   // The calibration's timings of the host algorithms on its layout. A formula gets the bytes
-  // and the steps right but not always what the links make of them: across shaped links MPI's
-  // own all-reduce (libnbc's Rabenseifner) ran 17-28% faster than its formula at 2 x 2, and
-  // kolo's recursive doubling and Rabenseifner up to 1.6x slower than theirs at 4 x 1
-  // (docs/benchmarks.md, "Across nodes"). On that layout the selector scales each timed
-  // algorithm's formula to its times (collectives/select/measured_estimate.h).
+  // and the steps right but not always what the links make of them: across shaped links
+  // kolo's recursive doubling, Rabenseifner and hierarchical ran up to 1.6x slower than theirs
+  // at 4 x 1, where libnbc's Rabenseifner (MPI's own) matched its formula (docs/benchmarks.md,
+  // "Across nodes"). On that layout the selector scales each timed algorithm's formula to its
+  // times (collectives/select/measured_estimate.h).
   MeasuredAllreduce measured_allreduce;
   // Where the numbers come from: "defaults" or the tuning file's path and date.
   std::string source = "defaults";

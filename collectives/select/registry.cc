@@ -46,14 +46,16 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
   // cost model (its own instances: their scratch is separate from the top-level ones').
   auto cross = std::make_shared<std::vector<std::unique_ptr<AllreduceAlgorithm>>>();
   AddFlat(cross.get());
-  // Phase 2 runs every local rank's slice across the nodes at once, so each flow between nodes
-  // has its share of the NIC, never the NIC alone.
-  auto cross_cost = std::make_shared<CostModel>(*cost);
-  cross_cost->inter_sharing = 1;
+  // Phase 2 runs every owner's slice across the nodes at once, so with two or more owners per
+  // node each flow between nodes has its share of the NIC, never the NIC alone. With one (one
+  // rank per node) phase 2 is the flat all-reduce over the nodes, costed as at the top level.
+  auto shared_cost = std::make_shared<CostModel>(*cost);
+  shared_cost->inter_sharing = 1;
   table.push_back(std::make_unique<HierarchicalAllreduce>(
-      [cross, cross_cost](const SelectionInput& slice) -> AllreduceAlgorithm* {
+      [cross, cost, shared_cost](const SelectionInput& slice,
+                                 int flows_per_node) -> AllreduceAlgorithm* {
         SelectionInput in = slice;
-        in.cost = cross_cost.get();
+        in.cost = flows_per_node > 1 ? shared_cost.get() : cost.get();
         // kolo's own algorithms first; the library's all-reduce only where none of them takes
         // the input. Phase 2's communicator spans nodes, where MpiCommunicator runs MPI's
         // collectives non-blocking (Open MPI's libnbc) so that a lost node cannot hang it, and

@@ -44,6 +44,9 @@
 // helped. The cost: a message that arrives before its receive is posted is held by UCX until
 // it is, and on one host eager messages were slower from 4 MiB (Rabenseifner at 16 MiB 7.0-8.9
 // against 6.4-6.6 ms), so one host keeps UCX's own threshold (collectives/ucx/ucx_defaults.h).
+// The threshold is the context's, so in a job across hosts the pairs on one host send eagerly
+// too (hierarchical's steps inside a node); measured with UCX 1.13. Like TLS, a value in UCX's
+// configuration file ranks below kolo's choice: set KOLO_UCX_RNDV_THRESH to keep another.
 //
 // Device memory: Debian's UCX 1.13 has no CUDA support. MemoryTypes() tells what the context
 // can move; kolo's host algorithms pass host buffers only, and every call declares

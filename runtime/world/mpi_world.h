@@ -1,9 +1,11 @@
 // Attaching kolo to MPI: initialises MPI when the application has not (MPI_Init_thread with
-// MPI_THREAD_MULTIPLE; kolo then finalises it at process exit, since MPI cannot be
+// MPI_THREAD_MULTIPLE and Open MPI's TCP transport without its put protocol,
+// collectives/mpi/tcp_defaults.h; kolo then finalises it at process exit, since MPI cannot be
 // initialised twice and kolo_init must work again after kolo_shutdown), or checks the thread
 // level of the application's MPI; then duplicates the base communicator (MPI_COMM_WORLD, or the
-// application's choice: kolo_init_ranks, kolo_init_comm) for kolo's own control and data traffic and computes the rank layout (local = MPI_COMM_TYPE_SHARED, cross = ranks with
-// the same local rank).
+// application's choice: kolo_init_ranks, kolo_init_comm) for kolo's own control and data
+// traffic and computes the rank layout (local = MPI_COMM_TYPE_SHARED, cross = ranks with the
+// same local rank).
 #ifndef KOLO_RUNTIME_WORLD_MPI_WORLD_H_
 #define KOLO_RUNTIME_WORLD_MPI_WORLD_H_
 

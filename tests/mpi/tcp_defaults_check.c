@@ -9,7 +9,7 @@
  *   mpirun -np N ./kolo_tcp_defaults_check default   (the variable unset at launch)
  *   mpirun -np N -x OMPI_MCA_btl_tcp_flags=send,put ./kolo_tcp_defaults_check user
  * Exit 0 when every check holds on this rank, 1 with the reason on stderr otherwise, 77 when
- * this MPI is not Open MPI or has no TCP BTL to ask.
+ * Open MPI has no TCP BTL to ask. Built and run for Open MPI only (tests/mpi/CMakeLists.txt).
  */
 #include <kolo/kolo.h>
 #include <mpi.h>
@@ -20,10 +20,14 @@
 
 enum { kSend = 0x1, kPut = 0x2 };
 
-/* The value of Open MPI's control variable `name` as an unsigned int; 0 when found. */
-static int ReadCvar(const char* name, unsigned* value) {
+/* Reads Open MPI's control variable `name` (one unsigned int) into *value: 0 when read, 1 when
+ * this MPI has no such variable, -1 with the reason on stderr when the tool interface fails. */
+static int ReadCvar(int rank, const char* name, unsigned* value) {
   int count = 0;
-  MPI_T_cvar_get_num(&count);
+  if (MPI_T_cvar_get_num(&count) != MPI_SUCCESS) {
+    fprintf(stderr, "rank %d: MPI_T_cvar_get_num failed\n", rank);
+    return -1;
+  }
   for (int i = 0; i < count; ++i) {
     char found[256], desc[1024];
     int name_len = sizeof found, desc_len = sizeof desc, verbosity, bind, scope;
@@ -34,15 +38,25 @@ static int ReadCvar(const char* name, unsigned* value) {
         strcmp(found, name) != 0) {
       continue;
     }
-    if (type != MPI_UNSIGNED && type != MPI_INT) return -1;
+    if (type != MPI_UNSIGNED && type != MPI_INT) {
+      fprintf(stderr, "rank %d: %s is not an integer variable\n", rank, name);
+      return -1;
+    }
     MPI_T_cvar_handle handle;
     int elements = 0;
-    if (MPI_T_cvar_handle_alloc(i, NULL, &handle, &elements) != MPI_SUCCESS) return -1;
-    const int rc = MPI_T_cvar_read(handle, value);
+    if (MPI_T_cvar_handle_alloc(i, NULL, &handle, &elements) != MPI_SUCCESS) {
+      fprintf(stderr, "rank %d: MPI_T_cvar_handle_alloc(%s) failed\n", rank, name);
+      return -1;
+    }
+    const int rc = elements == 1 ? MPI_T_cvar_read(handle, value) : MPI_ERR_OTHER;
     MPI_T_cvar_handle_free(&handle);
-    return rc == MPI_SUCCESS ? 0 : -1;
+    if (rc != MPI_SUCCESS) {
+      fprintf(stderr, "rank %d: reading %s (%d elements) failed\n", rank, name, elements);
+      return -1;
+    }
+    return 0;
   }
-  return -1;
+  return 1;
 }
 
 int main(int argc, char** argv) {
@@ -66,21 +80,20 @@ int main(int argc, char** argv) {
   }
   const int rank = kolo_rank();
   int failed = 0;
-#ifndef OMPI_MAJOR_VERSION
-  fprintf(stderr, "rank %d: not Open MPI: nothing to check\n", rank);
-  kolo_shutdown();
-  return 77;
-#endif
   int provided = 0;
-  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-  unsigned flags = 0;
-  if (ReadCvar("btl_tcp_flags", &flags) != 0) {
-    fprintf(stderr, "rank %d: Open MPI has no btl_tcp_flags control variable here\n", rank);
-    MPI_T_finalize();
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+    fprintf(stderr, "rank %d: MPI_T_init_thread failed\n", rank);
     kolo_shutdown();
-    return 77;
+    return 1;
   }
+  unsigned flags = 0;
+  const int read = ReadCvar(rank, "btl_tcp_flags", &flags);
   MPI_T_finalize();
+  if (read != 0) {
+    if (read > 0) fprintf(stderr, "rank %d: Open MPI has no TCP BTL here\n", rank);
+    kolo_shutdown();
+    return read > 0 ? 77 : 1;
+  }
   if (!(flags & kSend)) {
     fprintf(stderr, "rank %d: btl_tcp_flags 0x%x lacks send\n", rank, flags);
     failed = 1;

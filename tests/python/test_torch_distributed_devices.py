@@ -11,7 +11,6 @@ size kolo has, since no launcher set torch's RANK and WORLD_SIZE.
 """
 import datetime
 import os
-import socket
 
 import pytest
 import torch
@@ -19,7 +18,8 @@ import torch.distributed as dist
 
 import kolo.torch as hvd
 import kolo.torch.distributed  # noqa: F401 - registers the backend
-from kolo_reference import assert_matches, rank_values, reference_allreduce
+from kolo.local_launch import free_port
+from kolo_reference import assert_matches, dtype_id, rank_values, reference_allreduce
 
 all_gather_into_tensor = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
 reduce_scatter_tensor = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
@@ -28,33 +28,46 @@ OPS = {"Sum": dist.ReduceOp.SUM, "Min": dist.ReduceOp.MIN, "Max": dist.ReduceOp.
        "Product": dist.ReduceOp.PRODUCT, "Average": dist.ReduceOp.AVG}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module", autouse=True)
 def kolo_group():
     if not dist.is_initialized():
         timeout = datetime.timedelta(seconds=60)
         if hvd.size() == 1 and "RANK" not in os.environ:
-            dist.init_process_group("kolo", init_method="tcp://127.0.0.1:%d" % _free_port(),
+            dist.init_process_group("kolo", init_method="tcp://127.0.0.1:%d" % free_port(),
                                     rank=hvd.rank(), world_size=hvd.size(), timeout=timeout)
         else:
             dist.init_process_group("kolo", timeout=timeout)
+    assert dist.get_backend() == "kolo"
     yield dist.group.WORLD
+
+
+@pytest.fixture(scope="module")
+def gloo_group(kolo_group):
+    return dist.new_group(backend="gloo")
+
+
+def _why_no_cuda():
+    """Why this rank cannot run the CUDA cases, or None."""
+    if not hvd.cuda_built():
+        return "kolo was built without CUDA"
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    if hvd.local_size() > torch.cuda.device_count():
+        return "%d ranks on this node, %d GPUs: NCCL needs a GPU per rank" % (
+            hvd.local_size(), torch.cuda.device_count())
+    return None
 
 
 @pytest.fixture(params=["cpu", "cuda"])
 def device(request):
     if request.param == "cuda":
-        if not torch.cuda.is_available():
-            pytest.skip("no CUDA device")
-        # Every rank of a node sees the same count, so every rank skips alike.
-        if hvd.local_size() > torch.cuda.device_count():
-            pytest.skip("%d ranks on this node, %d GPUs: NCCL needs a GPU per rank"
-                        % (hvd.local_size(), torch.cuda.device_count()))
+        why = _why_no_cuda()
+        # Every rank must skip alike (a per-rank CUDA_VISIBLE_DEVICES, nodes with other GPU
+        # counts): the ranks agree first.
+        can = hvd.allreduce(torch.tensor([0 if why else 1], dtype=torch.int32), op=hvd.Min,
+                            name="tdd_cuda_ok")
+        if int(can[0]) == 0:
+            pytest.skip(why or "a peer rank cannot run the CUDA cases")
         return torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
     return torch.device("cpu")
 
@@ -70,7 +83,7 @@ def inputs_of(key, dtype, shape, op="Sum"):
     (d, o) for d in (torch.float32, torch.float64, torch.float16, torch.int32)
     for o in ("Sum", "Min", "Max", "Product", "Average")
     if not (o == "Average" and d == torch.int32) and not (o == "Product" and d == torch.float16)],
-    ids=lambda v: str(v).replace("torch.", "") if isinstance(v, torch.dtype) else v)
+    ids=lambda v: dtype_id(v) if isinstance(v, torch.dtype) else v)
 def test_all_reduce_matches_reference(device, dtype, op):
     inputs = inputs_of(("tdd_ar", op), dtype, (37, 3), op)
     t = inputs[hvd.rank()].to(device, copy=True)
@@ -156,9 +169,9 @@ def _train(device, group, steps=5, seed=11):
     return losses, [p.detach().cpu() for p in model.parameters()]
 
 
-def test_ddp_on_the_device_matches_ddp_on_gloo(device):
+def test_ddp_on_the_device_matches_ddp_on_gloo(device, gloo_group):
     kolo_losses, kolo_params = _train(device, None)
-    gloo_losses, gloo_params = _train(torch.device("cpu"), dist.new_group(backend="gloo"))
+    gloo_losses, gloo_params = _train(torch.device("cpu"), gloo_group)
     # The GPU's kernels round differently from the CPU's: float tolerance, not bit equality.
     assert kolo_losses == pytest.approx(gloo_losses, rel=1e-4, abs=1e-5)
     for a, b in zip(kolo_params, gloo_params):
