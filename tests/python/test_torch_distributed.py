@@ -14,14 +14,7 @@ import kolo.torch as hvd
 import kolo.torch.distributed  # noqa: F401 - registers the backend
 from kolo.torch.distributed.names import PERIOD
 from kolo_reference import assert_matches, dtype_id, rank_values, reference_allreduce
-
-DistBackendError = getattr(dist, "DistBackendError", RuntimeError)
-# torch 1.13's names of the tensor forms; torch 2.x has both.
-all_gather_into_tensor = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
-reduce_scatter_tensor = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
-
-OPS = {"Sum": dist.ReduceOp.SUM, "Min": dist.ReduceOp.MIN, "Max": dist.ReduceOp.MAX,
-       "Product": dist.ReduceOp.PRODUCT, "Average": dist.ReduceOp.AVG}
+from torch_dist_names import OPS, DistBackendError, all_gather_into_tensor, reduce_scatter_tensor
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -5,9 +5,10 @@ computed on the CPU from every rank's known inputs, with outputs on the input's 
 
 The same test bodies run on CPU tensors everywhere, so the tests themselves are checked where
 there is no GPU; the CUDA cases skip where torch sees no GPU or where ranks would share one
-(NCCL needs a GPU per rank). On a lent GPU scripts/gpu_check.sh runs this file at one rank, as
-a process of its own: there the default group is made over TCP on this host with the rank and
-size kolo has, since no launcher set torch's RANK and WORLD_SIZE.
+(NCCL needs a GPU per rank), or where kolo was built without CUDA; every rank skips alike.
+On a machine with a GPU, scripts/gpu_check.sh runs this file at one rank, as a process of its
+own: there the default group is made over TCP on this host with the rank and size kolo has,
+since no launcher set torch's RANK and WORLD_SIZE.
 """
 import datetime
 import os
@@ -20,12 +21,7 @@ import kolo.torch as hvd
 import kolo.torch.distributed  # noqa: F401 - registers the backend
 from kolo.local_launch import free_port
 from kolo_reference import assert_matches, dtype_id, rank_values, reference_allreduce
-
-all_gather_into_tensor = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
-reduce_scatter_tensor = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
-
-OPS = {"Sum": dist.ReduceOp.SUM, "Min": dist.ReduceOp.MIN, "Max": dist.ReduceOp.MAX,
-       "Product": dist.ReduceOp.PRODUCT, "Average": dist.ReduceOp.AVG}
+from torch_dist_names import OPS, all_gather_into_tensor, reduce_scatter_tensor
 
 
 @pytest.fixture(scope="module", autouse=True)
