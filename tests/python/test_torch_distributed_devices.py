@@ -20,7 +20,8 @@ import torch.distributed as dist
 import kolo.torch as hvd
 import kolo.torch.distributed  # noqa: F401 - registers the backend
 from kolo.local_launch import free_port
-from kolo_reference import assert_matches, dtype_id, rank_values, reference_allreduce
+from kolo_reference import (all_rank_values, assert_matches, dtype_id, rank_values,
+                            reference_allreduce)
 from torch_dist_names import OPS, all_gather_into_tensor, reduce_scatter_tensor
 
 
@@ -68,11 +69,6 @@ def device(request):
     return torch.device("cpu")
 
 
-def inputs_of(key, dtype, shape, op="Sum"):
-    n = hvd.size()
-    return [rank_values(key, r, dtype, shape, op, n) for r in range(n)]
-
-
 # Integer Average is refused by torch's backends and by kolo on CUDA; Product of float16 on
 # several ranks leaves the reference's tolerance, so float16 takes the other ops.
 @pytest.mark.parametrize("dtype, op", [
@@ -81,7 +77,7 @@ def inputs_of(key, dtype, shape, op="Sum"):
     if not (o == "Average" and d == torch.int32) and not (o == "Product" and d == torch.float16)],
     ids=lambda v: dtype_id(v) if isinstance(v, torch.dtype) else v)
 def test_all_reduce_matches_reference(device, dtype, op):
-    inputs = inputs_of(("tdd_ar", op), dtype, (37, 3), op)
+    inputs = all_rank_values(("tdd_ar", op), dtype, (37, 3), op)
     t = inputs[hvd.rank()].to(device, copy=True)
     dist.all_reduce(t, op=OPS[op])
     assert t.device == device
@@ -89,7 +85,7 @@ def test_all_reduce_matches_reference(device, dtype, op):
 
 
 def test_async_all_reduce_future_on_the_device(device):
-    inputs = inputs_of("tdd_fut", torch.float32, (1000,))
+    inputs = all_rank_values("tdd_fut", torch.float32, (1000,))
     t = inputs[hvd.rank()].to(device, copy=True)
     work = dist.all_reduce(t, async_op=True)
     doubled = work.get_future().then(lambda fut: fut.value()[0] * 2)
@@ -101,7 +97,7 @@ def test_async_all_reduce_future_on_the_device(device):
 
 def test_broadcast_from_each_root(device):
     for root in range(hvd.size()):
-        inputs = inputs_of(("tdd_bc", root), torch.float32, (5, 4))
+        inputs = all_rank_values(("tdd_bc", root), torch.float32, (5, 4))
         t = inputs[hvd.rank()].to(device, copy=True)
         dist.broadcast(t, src=root)
         assert t.device == device
@@ -109,7 +105,7 @@ def test_broadcast_from_each_root(device):
 
 
 def test_all_gather_into_tensor(device):
-    inputs = inputs_of("tdd_ag", torch.float32, (3, 5))
+    inputs = all_rank_values("tdd_ag", torch.float32, (3, 5))
     out = torch.zeros(hvd.size() * 3, 5, device=device)
     all_gather_into_tensor(out, inputs[hvd.rank()].to(device, copy=True))
     assert torch.equal(out.cpu(), torch.cat(inputs))
