@@ -32,10 +32,27 @@ Status HierarchicalAllreduce::Supports(const SelectionInput& in) const {
   return Status::OK();
 }
 
+// Phase 2's input for one slice of a piece of `piece_count` elements: the largest of the
+// owners' slices (they cross at once, so the largest sets the pace), over a communicator of one
+// rank per node.
+SelectionInput HierarchicalAllreduce::SliceInput(const SelectionInput& top, size_t piece_count,
+                                                 int owners, int nodes) {
+  SelectionInput ci;
+  ci.count = MaxSliceElems(piece_count, owners);
+  ci.bytes = ci.count * DataTypeSize(top.dtype);
+  ci.dtype = top.dtype;
+  ci.op = top.op;
+  ci.ranks = ci.nodes = nodes;
+  ci.backend = top.backend;
+  ci.native_collectives = top.native_collectives;
+  ci.cost = top.cost;
+  return ci;
+}
+
+// Phases 1 and 3 inside the node, then phase 2 as whatever it runs, piece by piece.
 double HierarchicalAllreduce::EstimateMicros(const SelectionInput& in) const {
   const CostModel& c = *in.cost;
   const double n = static_cast<double>(in.bytes);
-  const double nodes = std::max(2, in.nodes);
   const double big = std::max(1, in.max_local_size), m = std::max(1, in.min_local_size);
   const double pieces = std::max(1.0, std::ceil(n / static_cast<double>(kDefaultNodePieceBytes)));
   const double intra =
@@ -43,15 +60,26 @@ double HierarchicalAllreduce::EstimateMicros(const SelectionInput& in) const {
           ? 2 * n * c.copy_us + (big - 1) * n / m * c.gamma_us + 2 * pieces * c.sync_us
           : 2 * pieces * (big - 1) * c.intra.alpha_us + 2 * n * (big - 1) / big * c.intra.beta_us +
                 (big - 1) * n / m * c.gamma_us;
-  const double cross = 2 * pieces * std::log2(nodes) * c.inter.alpha_us +
-                       2 * (nodes - 1) / nodes * n / m * (c.inter.beta_us + c.gamma_us / 2);
+  const size_t es = DataTypeSize(in.dtype);
+  const size_t piece = kDefaultNodePieceBytes / es, whole = in.count / piece,
+               rest = in.count % piece;
+  const int owners = std::max(1, in.min_local_size), nodes = std::max(2, in.nodes);
+  double cross = 0;
+  if (whole > 0) {
+    cross += static_cast<double>(whole) *
+             ChooseCross(SliceInput(in, piece, owners, nodes), owners).micros;
+  }
+  if (rest > 0) cross += ChooseCross(SliceInput(in, rest, owners, nodes), owners).micros;
   return intra + cross;
 }
 
-AllreduceAlgorithm* HierarchicalAllreduce::CrossAlgorithm(const SelectionInput& cross,
-                                                          int flows_per_node) {
-  AllreduceAlgorithm* chosen = choose_cross_ ? choose_cross_(cross, flows_per_node) : nullptr;
-  return chosen ? chosen : &native_;
+HierarchicalAllreduce::CrossChoice HierarchicalAllreduce::ChooseCross(const SelectionInput& cross,
+                                                                      int flows_per_node) const {
+  if (choose_cross_) {
+    const CrossChoice chosen = choose_cross_(cross, flows_per_node);
+    if (chosen.algorithm) return chosen;
+  }
+  return {nullptr, native_.EstimateMicros(cross)};
 }
 
 Status HierarchicalAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
@@ -68,17 +96,15 @@ Status HierarchicalAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
   // full piece, the dtype and op, the cross communicator.
   AllreduceAlgorithm* cross_algo = nullptr;
   if (local.Rank() < owners) {
-    SelectionInput ci;
-    const size_t es = DataTypeSize(args.dtype);
-    ci.count = std::min(args.count, MaxSliceElems(reducer_.piece_bytes() / es, owners));
-    ci.bytes = ci.count * es;
-    ci.dtype = args.dtype;
-    ci.op = args.op;
-    ci.ranks = ci.nodes = cross.Size();
-    ci.backend = cross.BackendName();
-    ci.native_collectives = cross.HasNativeCollectives();
-    ci.cost = &cross_cost_;
-    cross_algo = CrossAlgorithm(ci, owners);
+    SelectionInput top;
+    top.dtype = args.dtype;
+    top.op = args.op;
+    top.backend = cross.BackendName();
+    top.native_collectives = cross.HasNativeCollectives();
+    top.cost = &cross_cost_;
+    const size_t piece = std::min(args.count, reducer_.piece_bytes() / DataTypeSize(args.dtype));
+    cross_algo = ChooseCross(SliceInput(top, piece, owners, cross.Size()), owners).algorithm;
+    if (!cross_algo) cross_algo = &native_;
   }
   const ShmNodeReducer::SliceHook hook = [&](void* data, size_t count, int slice) -> Status {
     AllreduceArgs a{data, data, count, args.dtype, args.op};

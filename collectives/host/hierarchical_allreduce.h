@@ -6,7 +6,7 @@
 //   1     | node()->local     | reduce-scatter: receives slice k of every local rank's piece and
 //         |                   | reduces it in local-rank order (ranks k >= m only contribute)
 //   2     | node()->cross     | all-reduces its slice with the owners of slice k on every other
-//         |                   | node (a flat algorithm: CrossAlgorithm(), today the library's)
+//         |                   | node (a flat algorithm: ChooseCross(), by the cost model)
 //   3     | node()->local     | all-gather: every local rank gets every reduced slice
 //
 // m = min_local_size: the data of each piece is cut into m slices, owned by local ranks
@@ -29,7 +29,10 @@
 // Cost (N nodes, L ranks on the biggest node, m = min_local_size, n bytes, K = ceil(n/P)):
 //   shm:   2 n copy_us + (L-1) n/m gamma_us + 2 K sync_us
 //   p2p:   2 K (L-1) alpha_intra + 2 n (L-1)/L beta_intra + (L-1) n/m gamma_us
-//   cross: 2 K log2(N) alpha_inter + 2 (N-1)/N n/m (beta_inter + gamma_us/2)  (Rabenseifner)
+//   cross: K x the cost of phase 2's pick for one slice of a piece (n/(K m) bytes over N
+//          ranks), as the chooser costed it: with m owners per node crossing at once each flow
+//          has its share of the NIC, with one it is the flat all-reduce over the nodes. (For
+//          Rabenseifner, 2 K log2(N) alpha_inter + 2 (N-1)/N n/m (beta_inter + gamma_us/2).)
 #ifndef KOLO_COLLECTIVES_HOST_HIERARCHICAL_ALLREDUCE_H_
 #define KOLO_COLLECTIVES_HOST_HIERARCHICAL_ALLREDUCE_H_
 
@@ -44,11 +47,16 @@ namespace kolo {
 
 class HierarchicalAllreduce : public AllreduceAlgorithm {
  public:
+  // Phase 2's flat all-reduce for one slice, and its cost in microseconds as the chooser costed
+  // it (which cost model prices a slice depends on how many slices cross at once).
+  struct CrossChoice {
+    AllreduceAlgorithm* algorithm = nullptr;  // nullptr: the library's
+    double micros = 0;
+  };
   // Picks the flat all-reduce of phase 2 from facts that every member of a cross communicator
   // shares (the input describes one slice over the cross communicator; `flows_per_node` is how
-  // many slices cross from each node at once, one per owner). nullptr: the library's.
-  using CrossChooser =
-      std::function<AllreduceAlgorithm*(const SelectionInput& cross, int flows_per_node)>;
+  // many slices cross from each node at once, one per owner).
+  using CrossChooser = std::function<CrossChoice(const SelectionInput& cross, int flows_per_node)>;
 
   explicit HierarchicalAllreduce(CrossChooser choose_cross = nullptr);
 
@@ -63,7 +71,10 @@ class HierarchicalAllreduce : public AllreduceAlgorithm {
   void set_point_to_point(bool on) { force_point_to_point_ = on; }
 
  private:
-  AllreduceAlgorithm* CrossAlgorithm(const SelectionInput& cross, int flows_per_node);
+  static SelectionInput SliceInput(const SelectionInput& top, size_t piece_count, int owners,
+                                   int nodes);
+  // What phase 2 runs for `cross` (one slice over the cross communicator), and its cost.
+  CrossChoice ChooseCross(const SelectionInput& cross, int flows_per_node) const;
   Status RunPointToPoint(Communicator& local, const AllreduceArgs& args, int owners,
                          const ShmNodeReducer::SliceHook& hook);
 

@@ -53,7 +53,7 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
   shared_cost->inter_sharing = 1;
   table.push_back(std::make_unique<HierarchicalAllreduce>(
       [cross, cost, shared_cost](const SelectionInput& slice,
-                                 int flows_per_node) -> AllreduceAlgorithm* {
+                                 int flows_per_node) -> HierarchicalAllreduce::CrossChoice {
         SelectionInput in = slice;
         in.cost = flows_per_node > 1 ? shared_cost.get() : cost.get();
         // kolo's own algorithms first; the library's all-reduce only where none of them takes
@@ -74,9 +74,9 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
               best_us = us;
             }
           }
-          if (best) return best;
+          if (best) return {best, best_us};
         }
-        return nullptr;
+        return {};
       }));
   // GPU buffers: NCCL's own all-reduce (its ring or tree), and the three-phase composition
   // with NCCL inside the nodes.
