@@ -24,6 +24,9 @@ struct World {
   int rank = 0;
   int size = 1;
   std::string host;
+  // Whether MPI_Init ran with kolo's OMPI_MCA_btl_tcp_flags (collectives/mpi/tcp_defaults.h):
+  // the variable is gone from the environment by the time the run's settings are listed.
+  bool tcp_flags_by_kolo = false;
 };
 
 // Prints "kolo-bench: rank R/N (host): message" to stderr and aborts the whole job (exit 1):

@@ -90,10 +90,6 @@ bool IsLauncherVariable(const std::string& entry) {
   return false;
 }
 
-// Whether MPI_Init ran with kolo's OMPI_MCA_btl_tcp_flags (collectives/mpi/tcp_defaults.h): the
-// variable is gone from the environment by the time the run's settings are listed.
-bool tcp_flags_by_kolo = false;
-
 RunInfo GatherRunInfo(const World& world, int argc, char** argv, int thread_level) {
   RunInfo info;
   info.version = VersionString();
@@ -133,7 +129,7 @@ RunInfo GatherRunInfo(const World& world, int argc, char** argv, int thread_leve
       }
     }
   }
-  if (tcp_flags_by_kolo) {
+  if (world.tcp_flags_by_kolo) {
     info.env.emplace_back("OMPI_MCA_btl_tcp_flags",
                           std::string(kOpenMpiTcpFlags) + " (kolo's default, for MPI_Init)");
   }
@@ -346,16 +342,16 @@ int main(int argc, char** argv) {
   // As kolo_init does when it starts MPI, so that kolo's algorithms run as an application's do
   // (MPI's own all-reduce, timed beside them, gets the same transport).
   int provided = MPI_THREAD_SINGLE;
+  kolo::bench::World world;
   const bool started = [&] {
     const kolo::OpenMpiTcpDefaults tcp;
-    kolo::bench::tcp_flags_by_kolo = tcp.set();
+    world.tcp_flags_by_kolo = tcp.set();
     return MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) == MPI_SUCCESS;
   }();
   if (!started) {
     std::fprintf(stderr, "kolo-bench: MPI_Init_thread failed\n");
     return 1;
   }
-  kolo::bench::World world;
   MPI_Comm_dup(MPI_COMM_WORLD, &world.comm);
   MPI_Comm_set_errhandler(world.comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(world.comm, &world.rank);
