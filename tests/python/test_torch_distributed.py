@@ -13,7 +13,13 @@ import torch.distributed as dist
 import kolo.torch as hvd
 import kolo.torch.distributed  # noqa: F401 - registers the backend
 from kolo.torch.distributed.names import PERIOD
-from kolo_reference import assert_matches, dtype_id, rank_values, reference_allreduce
+from kolo_reference import (
+    all_rank_values,
+    assert_matches,
+    dtype_id,
+    rank_values,
+    reference_allreduce,
+)
 from torch_dist_names import OPS, DistBackendError, all_gather_into_tensor, reduce_scatter_tensor
 
 
@@ -22,11 +28,6 @@ def kolo_group():
     if not dist.is_initialized():
         dist.init_process_group("kolo", timeout=datetime.timedelta(seconds=60))
     yield dist.group.WORLD
-
-
-def inputs_of(key, dtype, shape, op="Sum"):
-    n = hvd.size()
-    return [rank_values(key, r, dtype, shape, op, n) for r in range(n)]
 
 
 def test_group_matches_kolo():
@@ -41,14 +42,14 @@ def test_group_matches_kolo():
     if not (o == "Average" and d == torch.int32)],
     ids=lambda v: dtype_id(v) if isinstance(v, torch.dtype) else v)
 def test_all_reduce_matches_reference(dtype, op):
-    inputs = inputs_of(("tdar", op), dtype, (5, 3), op)
+    inputs = all_rank_values(("tdar", op), dtype, (5, 3), op)
     t = inputs[hvd.rank()].clone()
     dist.all_reduce(t, op=OPS[op])
     assert_matches(t, reference_allreduce(inputs, op), "all_reduce %s" % op)
 
 
 def test_all_reduce_of_a_non_contiguous_tensor_writes_the_callers_tensor():
-    inputs = inputs_of("tdnc", torch.float32, (4, 6))
+    inputs = all_rank_values("tdnc", torch.float32, (4, 6))
     base = inputs[hvd.rank()].clone()
     view = base.t()  # not contiguous
     dist.all_reduce(view)
@@ -56,7 +57,7 @@ def test_all_reduce_of_a_non_contiguous_tensor_writes_the_callers_tensor():
 
 
 def test_async_work_wait_and_future():
-    inputs = inputs_of("tdwf", torch.float64, (7,))
+    inputs = all_rank_values("tdwf", torch.float64, (7,))
     t = inputs[hvd.rank()].clone()
     work = dist.all_reduce(t, async_op=True)
     doubled = work.get_future().then(lambda fut: fut.value()[0] * 2)
@@ -85,7 +86,7 @@ def test_all_reduce_coalesced_matches_reference():
     if not hasattr(dist, "all_reduce_coalesced"):
         pytest.skip("this torch has no all_reduce_coalesced")
     shapes = [(3,), (2, 2), (5,)]
-    inputs = [inputs_of(("tdco", i), torch.float32, s) for i, s in enumerate(shapes)]
+    inputs = [all_rank_values(("tdco", i), torch.float32, s) for i, s in enumerate(shapes)]
     mine = [per_rank[hvd.rank()].clone() for per_rank in inputs]
     dist.all_reduce_coalesced(mine)
     for i, t in enumerate(mine):
@@ -94,14 +95,14 @@ def test_all_reduce_coalesced_matches_reference():
 
 def test_broadcast_from_each_root():
     for root in range(hvd.size()):
-        inputs = inputs_of(("tdbc", root), torch.float32, (3, 2))
+        inputs = all_rank_values(("tdbc", root), torch.float32, (3, 2))
         t = inputs[hvd.rank()].clone()
         dist.broadcast(t, src=root)
         assert torch.equal(t, inputs[root]), "root %d" % root
 
 
 def test_all_gather_and_all_gather_into_tensor():
-    inputs = inputs_of("tdag", torch.float32, (2, 3))
+    inputs = all_rank_values("tdag", torch.float32, (2, 3))
     outs = [torch.zeros(2, 3) for _ in range(hvd.size())]
     dist.all_gather(outs, inputs[hvd.rank()])
     for r, o in enumerate(outs):
@@ -150,7 +151,7 @@ def test_all_to_all_of_lists():
 
 def test_reduce_gather_scatter_to_the_last_rank():
     n, me, root = hvd.size(), hvd.rank(), hvd.size() - 1
-    inputs = inputs_of("tdrg", torch.float64, (3,))
+    inputs = all_rank_values("tdrg", torch.float64, (3,))
     t = inputs[me].clone()
     dist.reduce(t, dst=root)
     if me == root:
