@@ -394,10 +394,10 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
       // time. inter_sharing is the ratio as measured, not capped at the number of pairs: two
       // pairs swapping over 1 Gbit/s links got 0.05 GB/s each, not the 0.07 an even split of
       // the ping-pong's rate gives (2.63-2.78 in three runs, with `put`; 2.09-2.33 without),
-      // and the capped value left recursive doubling,
-      // Rabenseifner and hierarchical's cross-node step 1.5x faster in the model than measured
-      // (docs/benchmarks.md, "Across nodes"). The ring's and the trees' one flow per node still
-      // get the ping-pong's rate: inter / inter_sharing.
+      // and the capped value left recursive doubling, Rabenseifner and hierarchical's
+      // cross-node step 1.5x faster in the model than measured (docs/benchmarks.md, "Across
+      // nodes"). The ring's and the trees' one flow per node still get the ping-pong's rate:
+      // inter / inter_sharing.
       const Buffer back(world, size_t{2} << 20, "the swap buffer");
       const PingPong all = MeasurePingPongs(world, *comm, pairs, options.repeats, wire, &back);
       if (world.rank == 0) {

@@ -84,9 +84,10 @@ class Communicator {
   // default is one batch of Start, waited for.
   virtual Status SendRecv(const void* send, size_t send_bytes, int dst, void* recv,
                           size_t recv_bytes, int src, int tag);
-  // Starts the transfers without waiting (receives are posted before sends, whatever their
-  // order in `ops`), for algorithms that overlap a reduction with the next transfer. Messages
-  // between one pair of ranks with one tag arrive in the order they were started.
+  // Starts the transfers without waiting, for algorithms that overlap a reduction with the
+  // next transfer. The transport posts them in the order it runs fastest (MPI: sends first,
+  // mpi_p2p.cc), so no caller may depend on it. Messages between one pair of ranks with one
+  // tag arrive in the order they were started.
   virtual StatusOr<std::unique_ptr<P2PBatch>> Start(const std::vector<P2POp>& ops);
 
   // Collective over this communicator, whose ranks must share one host: a segment with a
