@@ -88,8 +88,11 @@ void SwapBothWays(const World& world, Communicator& comm, void* send, void* recv
 }
 
 // Collective over world: each pair (a, b) ping-pongs (or, with `recv`, swaps both ways), all
-// pairs at once; the others wait at the closing barrier. The result is what the first pair's
-// first rank measured (on that rank).
+// pairs at once; the others wait. The result (on the first pair's first rank) is, per size,
+// the slowest rank's median: a pair that pulls ahead finishes its last trips alone and fast,
+// so its own time understates what each pair gets while all of them cross (two pairs on one
+// 1 Gbit/s link read 0.06-0.09 GB/s each from run to run, where the link carries 0.0625 each),
+// and a step of recursive doubling or halving ends when its slowest pair does.
 PingPong MeasurePingPongs(const World& world, Communicator& comm,
                           const std::vector<std::pair<int, int>>& pairs, int repeats,
                           const Buffer& buffer, const Buffer* recv = nullptr) {
@@ -105,33 +108,44 @@ PingPong MeasurePingPongs(const World& world, Communicator& comm,
     }
   }
   const int a = pairs.front().first;
-  if (peer >= 0) {
-    for (int r = 0; r < repeats; ++r) {
-      for (size_t k = 0; k < sizes.size(); ++k) {
-        // Alternate the order of the sizes between repeats, so drift favours none.
-        const size_t i = r % 2 == 0 ? k : sizes.size() - 1 - k;
-        const int trips = RoundTrips(sizes[i]);
-        const auto trip = [&] {
-          if (recv != nullptr) {
-            SwapBothWays(world, comm, buffer.data(), recv->data(), sizes[i], peer);
-          } else {
-            Exchange(world, comm, first, buffer.data(), sizes[i], peer);
-          }
-        };
+  // A lone pair aligns with a trip of its own; several start together from a barrier of all
+  // ranks (each pair's own alignment trip would start its clock only once the pairs ahead of
+  // it let its first message through).
+  const bool together = pairs.size() > 1;
+  for (int r = 0; r < repeats; ++r) {
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      // Alternate the order of the sizes between repeats, so drift favours none.
+      const size_t i = r % 2 == 0 ? k : sizes.size() - 1 - k;
+      const int trips = RoundTrips(sizes[i]);
+      const auto trip = [&] {
+        if (recv != nullptr) {
+          SwapBothWays(world, comm, buffer.data(), recv->data(), sizes[i], peer);
+        } else {
+          Exchange(world, comm, first, buffer.data(), sizes[i], peer);
+        }
+      };
+      if (together) {
+        Barrier(world);
+      } else if (peer >= 0) {
         trip();  // align
-        const double start = NowSeconds();
-        for (int t = 0; t < trips; ++t) trip();
-        // A ping-pong's trip is two one-way times; a swap's is one.
-        samples[i].push_back((NowSeconds() - start) * 1e6 / ((recv ? 1.0 : 2.0) * trips));
       }
+      if (peer < 0) continue;
+      const double start = NowSeconds();
+      for (int t = 0; t < trips; ++t) trip();
+      // A ping-pong's trip is two one-way times; a swap's is one.
+      samples[i].push_back((NowSeconds() - start) * 1e6 / ((recv ? 1.0 : 2.0) * trips));
     }
   }
-  Barrier(world);
+  std::vector<double> medians(sizes.size(), 0.0);
+  if (peer >= 0) {
+    for (size_t i = 0; i < sizes.size(); ++i) medians[i] = Median(samples[i]);
+  }
+  medians = MaxOverRanks(world, medians);
   if (world.rank != a) return result;
   std::vector<double> weights;
   for (size_t i = 0; i < sizes.size(); ++i) {
     result.bytes.push_back(static_cast<double>(sizes[i]));
-    result.one_way_us.push_back(Median(samples[i]));
+    result.one_way_us.push_back(medians[i]);
     weights.push_back(1.0 / std::max(1e-3, result.one_way_us.back()));
   }
   result.fit = FitLine(result.bytes, result.one_way_us, weights);
@@ -400,8 +414,20 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
       // inter / inter_sharing.
       const Buffer back(world, size_t{2} << 20, "the swap buffer");
       const PingPong all = MeasurePingPongs(world, *comm, pairs, options.repeats, wire, &back);
+      // And rank 0's pair swapping alone: one flow each way on the link, as a ring's or a
+      // pipelined tree's step loads it (inter_duplex). With one rank per node that is `all`.
+      const PingPong lone = pairs.size() == 1 ? all
+                                              : MeasurePingPongs(world, *comm, {pairs.front()},
+                                                                 options.repeats, wire, &back);
       if (world.rank == 0) {
         const double one = model.inter.beta_us, shared = ToLink(all).beta_us;
+        const double duplex = ToLink(lone).beta_us;
+        model.inter_duplex = std::max(1.0, one > 0 ? duplex / one : 1.0);
+        std::snprintf(line, sizeof line,
+                      "inter, 1 pair swapping both ways alone: %.2f GB/s per direction against "
+                      "the ping-pong's %.2f: inter_duplex %.2f",
+                      1e-3 / duplex, 1e-3 / one, model.inter_duplex);
+        out(line);
         model.inter_sharing = std::max(1.0, one > 0 ? shared / one : 1.0);
         model.inter.beta_us *= model.inter_sharing;
         std::snprintf(line, sizeof line,

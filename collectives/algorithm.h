@@ -61,10 +61,12 @@ inline const LinkCost& StepLink(const SelectionInput& in, int distance) {
 }
 
 // The same for a ring over ranks placed by node (mpirun's and torchrun's default): one ring edge
-// leaves each node, so the flow between nodes has the node's NIC to itself.
+// leaves each node, so the flow between nodes has the node's NIC to itself, while another
+// enters the node through the same link (inter_duplex).
 inline LinkCost RingLink(const SelectionInput& in) {
   if (in.nodes <= 1) return in.cost->intra;
-  return {in.cost->inter.alpha_us, in.cost->inter.beta_us / std::max(1.0, in.cost->inter_sharing)};
+  return {in.cost->inter.alpha_us, in.cost->inter.beta_us * std::max(1.0, in.cost->inter_duplex) /
+                                       std::max(1.0, in.cost->inter_sharing)};
 }
 
 struct AllreduceArgs {

@@ -114,6 +114,10 @@ StatusOr<CostModel> CostModel::Load(const std::string& path, const CostModel& ba
   if (m.inter_sharing < 1) {
     return InvalidArgumentError(where + ": \"inter_sharing\" must be at least 1");
   }
+  KOLO_RETURN_IF_ERROR(ReadNumber(root, "inter_duplex", where, &m.inter_duplex));
+  if (m.inter_duplex < 1) {
+    return InvalidArgumentError(where + ": \"inter_duplex\" must be at least 1");
+  }
   KOLO_RETURN_IF_ERROR(ReadLink(root, "device_intra", where, &m.device_intra));
   KOLO_RETURN_IF_ERROR(ReadLink(root, "device_inter", where, &m.device_inter));
   KOLO_RETURN_IF_ERROR(ReadNumber(root, "gamma_us", where, &m.gamma_us));
@@ -145,6 +149,7 @@ std::string CostModel::ToJson(bool with_device) const {
   j["intra"] = {{"alpha_us", intra.alpha_us}, {"beta_us", intra.beta_us}};
   j["inter"] = {{"alpha_us", inter.alpha_us}, {"beta_us", inter.beta_us}};
   j["inter_sharing"] = inter_sharing;
+  j["inter_duplex"] = inter_duplex;
   if (with_device) {
     j["device_intra"] = {{"alpha_us", device_intra.alpha_us}, {"beta_us", device_intra.beta_us}};
     j["device_inter"] = {{"alpha_us", device_inter.alpha_us}, {"beta_us", device_inter.beta_us}};

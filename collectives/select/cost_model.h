@@ -58,6 +58,12 @@ struct CostModel {
   // and hierarchical's cross-node step runs every rank's flow at once
   // (collectives/ALGORITHMS.md).
   double inter_sharing = 1;
+  // How much slower the one flow a node sends across runs while its link also carries a flow
+  // the other way (a ring's step, a pipelined tree's, every exchange): 1 on a full-duplex NIC,
+  // the link model's assumption. `kolo-bench --calibrate` measures it as a lone pair's swap
+  // against its ping-pong: 1.15-1.16 on links shaped by tc (docs/benchmarks.md, "One flow both
+  // ways"). The flows that inter_sharing divides already carry it (inter is measured swapping).
+  double inter_duplex = 1;
   // GPU buffers (the NCCL candidates): one step between two GPUs of a node, and a GPU's share
   // of its NIC. Defaults: PCIe Gen3 x16 at NCCL's 12 GB/s and 1 us a hop; a 100 Gbit/s port
   // at NCCL's 12 GB/s and 2 us. With a topology (collectives/select/topology_cost.h) both come from
@@ -88,8 +94,8 @@ struct CostModel {
   std::string measured;
 
   // Reads a tuning file (JSON: {"intra": {"alpha_us", "beta_us"}, "inter": {...},
-  // "inter_sharing", "device_intra": {...}, "device_inter": {...}, "gamma_us", "copy_us",
-  // "copy_mem_us", "cache_bytes", "sync_us", "measured_allreduce": {"backend", "ranks",
+  // "inter_sharing", "inter_duplex", "device_intra": {...}, "device_inter": {...}, "gamma_us",
+  // "copy_us", "copy_mem_us", "cache_bytes", "sync_us", "measured_allreduce": {"backend", "ranks",
   // "nodes", "local_size", "bytes": [...], "micros": {name: [...], ...}}}) over `base`: absent keys
   // keep base's values (the topology's link model, or the defaults). kInvalidArgument naming the
   // file and the key on malformed content, kNotFound when it cannot be opened.

@@ -51,6 +51,7 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
   // rank per node) phase 2 is the flat all-reduce over the nodes, costed as at the top level.
   auto shared_cost = std::make_shared<CostModel>(*cost);
   shared_cost->inter_sharing = 1;
+  shared_cost->inter_duplex = 1;  // inter is each rank's rate with every rank swapping already
   table.push_back(std::make_unique<HierarchicalAllreduce>(
       [cross, cost, shared_cost](const SelectionInput& slice,
                                  int flows_per_node) -> HierarchicalAllreduce::CrossChoice {

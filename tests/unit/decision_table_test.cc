@@ -239,22 +239,34 @@ TEST(DecisionTable, TuningFileOverridesOnlyWhatItNames) {
   std::remove(path.c_str());
 }
 
-// inter_sharing round-trips through a tuning file; less than 1 is refused, naming the key.
-TEST(DecisionTable, TuningFileCarriesInterSharing) {
+// inter_sharing and inter_duplex round-trip through a tuning file; less than 1 is refused,
+// naming the key; a file without inter_duplex (written before it existed) keeps 1.
+TEST(DecisionTable, TuningFileCarriesInterSharingAndDuplex) {
   const std::string path = ::testing::TempDir() + "kolo_tuning_sharing.json";
   CostModel m;
   m.inter_sharing = 2.5;
+  m.inter_duplex = 1.16;
   ASSERT_TRUE(m.Save(path).ok());
   auto loaded = CostModel::Load(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_DOUBLE_EQ(loaded->inter_sharing, 2.5);
+  EXPECT_DOUBLE_EQ(loaded->inter_duplex, 1.16);
+  for (const char* key : {"inter_sharing", "inter_duplex"}) {
+    {
+      std::ofstream out(path);
+      out << "{\"" << key << "\": 0.5}";
+    }
+    auto bad = CostModel::Load(path);
+    ASSERT_FALSE(bad.ok()) << key;
+    EXPECT_NE(bad.status().message().find(key), std::string::npos) << bad.status().ToString();
+  }
   {
     std::ofstream out(path);
-    out << R"({"inter_sharing": 0.5})";
+    out << R"({"inter_sharing": 2})";
   }
-  auto bad = CostModel::Load(path);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("inter_sharing"), std::string::npos);
+  auto old = CostModel::Load(path);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_DOUBLE_EQ(old->inter_duplex, 1.0);
   std::remove(path.c_str());
 }
 

@@ -119,6 +119,13 @@ TEST(FlatCostTest, TheRingAcrossNodesHasTheNicToItself) {
                                                2 * a + 2 * (n / 8) / 500.0 + (n / 8) * g);
   cost.inter_sharing = 1;  // a NIC per rank: the ring's flow gets what every rank gets
   EXPECT_DOUBLE_EQ(ring.EstimateMicros(in), 14 * a + 2 * 7.0 / 8 * n / 500.0 + 7.0 / 8 * n * g);
+  // A link that carries one flow each way slower than one flow alone: the ring's flow out of
+  // the node shares it with the flow coming in. Recursive doubling's inter is measured swapping.
+  cost.inter_sharing = 4;
+  cost.inter_duplex = 1.25;
+  EXPECT_DOUBLE_EQ(ring.EstimateMicros(in),
+                   14 * a + 2 * 7.0 / 8 * n * (1.25 / 2000.0) + 7.0 / 8 * n * g);
+  EXPECT_DOUBLE_EQ(rd.EstimateMicros(in), 2 * (ai + n * bi + n * g) + (a + n / 500.0 + n * g));
 }
 
 TEST(FlatCostTest, RecursiveDoublingForSmallRingOrRabenseifnerForLarge) {
