@@ -1,5 +1,10 @@
 #include "collectives/select/registry.h"
 
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
 #include "base/logging.h"  // fmt
 #include "collectives/host/rabenseifner_allreduce.h"
 #include "collectives/host/recursive_doubling_allreduce.h"
@@ -33,6 +38,80 @@ void AddFlat(std::vector<std::unique_ptr<AllreduceAlgorithm>>* table) {
   table->push_back(std::make_unique<DoubleBinaryTreeAllreduce>());
 }
 
+// Phase 2 of hierarchical: the cheapest flat algorithm for one slice over the cross
+// communicator. The choice is remembered per slice shape: the executor prices hierarchical for
+// every operation and Run asks again, so without it each operation would rank the flat table up
+// to twice per piece size on the background loop.
+class CrossPicker {
+ public:
+  explicit CrossPicker(std::shared_ptr<const CostModel> cost) : cost_(std::move(cost)) {
+    AddFlat(&flat_);
+    // Phase 2 runs every owner's slice across the nodes at once, so with two or more owners per
+    // node each flow between nodes has its share of the NIC, never the NIC alone. With one (one
+    // rank per node) phase 2 is the flat all-reduce over the nodes, costed as at the top level.
+    auto shared = std::make_shared<CostModel>(*cost_);
+    shared->inter_sharing = 1;
+    shared->inter_duplex = 1;  // inter is each rank's rate with every rank swapping already
+    shared_cost_ = std::move(shared);
+  }
+
+  HierarchicalAllreduce::CrossChoice Choose(const SelectionInput& slice, int flows_per_node) {
+    const Key key{slice.count,       static_cast<int>(slice.dtype), static_cast<int>(slice.op),
+                  slice.ranks,       std::string(slice.backend),    slice.native_collectives,
+                  flows_per_node > 1};
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    SelectionInput in = slice;
+    in.cost = flows_per_node > 1 ? shared_cost_.get() : cost_.get();
+    const HierarchicalAllreduce::CrossChoice chosen = Rank(in);
+    if (chosen.algorithm) {
+      KOLO_LOG_DEBUG("select",
+                     "hierarchical phase 2: {} B slices over {} nodes, {} per node at once: {} "
+                     "({:.0f} us)",
+                     in.bytes, in.ranks, flows_per_node, chosen.algorithm->Name(), chosen.micros);
+    }
+    // A full piece's slice is one entry per dtype; the rest of a message (its last, shorter
+    // piece) is one per message size, so a job of ever-new fused sizes starts over now and then.
+    if (memo_.size() >= kMaxRemembered) memo_.clear();
+    memo_.emplace(key, chosen);
+    return chosen;
+  }
+
+ private:
+  using Key = std::tuple<size_t, int, int, int, std::string, bool, bool>;
+  static constexpr size_t kMaxRemembered = 4096;
+
+  // kolo's own algorithms first; the library's all-reduce only where none of them takes the
+  // input. Phase 2's communicator spans nodes, where MpiCommunicator runs MPI's collectives
+  // non-blocking (Open MPI's libnbc) so that a lost node cannot hang it, and libnbc's all-reduce
+  // between 2 nodes took 1.65x kolo's ring there (15.5 ms against 9.4 ms for 1 MiB at 2x2 over
+  // 1 Gbit/s links, docs/benchmarks.md "Across nodes"), while the cost model ranks it as a
+  // bandwidth-optimal all-reduce.
+  HierarchicalAllreduce::CrossChoice Rank(const SelectionInput& in) const {
+    for (bool library : {false, true}) {
+      AllreduceAlgorithm* best = nullptr;
+      double best_us = 0;
+      for (const auto& algo : flat_) {
+        const bool is_library = dynamic_cast<const NativeAllreduce*>(algo.get()) != nullptr;
+        if (is_library != library || !algo->Supports(in).ok()) continue;
+        const double us = algo->EstimateMicros(in);
+        if (!best || us < best_us) {
+          best = algo.get();
+          best_us = us;
+        }
+      }
+      if (best) return {best, best_us};
+    }
+    return {};
+  }
+
+  std::vector<std::unique_ptr<AllreduceAlgorithm>> flat_;
+  std::shared_ptr<const CostModel> cost_, shared_cost_;
+  std::mutex mu_;  // EstimateMicros is const: a shared selector may price from several threads
+  std::map<Key, HierarchicalAllreduce::CrossChoice> memo_;
+};
+
 }  // namespace
 
 std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
@@ -44,40 +123,10 @@ std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
   table.push_back(std::make_unique<ShmAllreduce>());
   // Hierarchical's cross-node step runs the cheapest flat algorithm for its slice, by the same
   // cost model (its own instances: their scratch is separate from the top-level ones').
-  auto cross = std::make_shared<std::vector<std::unique_ptr<AllreduceAlgorithm>>>();
-  AddFlat(cross.get());
-  // Phase 2 runs every owner's slice across the nodes at once, so with two or more owners per
-  // node each flow between nodes has its share of the NIC, never the NIC alone. With one (one
-  // rank per node) phase 2 is the flat all-reduce over the nodes, costed as at the top level.
-  auto shared_cost = std::make_shared<CostModel>(*cost);
-  shared_cost->inter_sharing = 1;
-  shared_cost->inter_duplex = 1;  // inter is each rank's rate with every rank swapping already
+  auto picker = std::make_shared<CrossPicker>(cost);
   table.push_back(std::make_unique<HierarchicalAllreduce>(
-      [cross, cost, shared_cost](const SelectionInput& slice,
-                                 int flows_per_node) -> HierarchicalAllreduce::CrossChoice {
-        SelectionInput in = slice;
-        in.cost = flows_per_node > 1 ? shared_cost.get() : cost.get();
-        // kolo's own algorithms first; the library's all-reduce only where none of them takes
-        // the input. Phase 2's communicator spans nodes, where MpiCommunicator runs MPI's
-        // collectives non-blocking (Open MPI's libnbc) so that a lost node cannot hang it, and
-        // libnbc's all-reduce between 2 nodes took 1.65x kolo's ring there (15.5 ms against
-        // 9.4 ms for 1 MiB at 2x2 over 1 Gbit/s links, docs/benchmarks.md "Across nodes"),
-        // while the cost model ranks it as a bandwidth-optimal all-reduce.
-        for (bool library : {false, true}) {
-          AllreduceAlgorithm* best = nullptr;
-          double best_us = 0;
-          for (const auto& algo : *cross) {
-            const bool is_library = dynamic_cast<const NativeAllreduce*>(algo.get()) != nullptr;
-            if (is_library != library || !algo->Supports(in).ok()) continue;
-            const double us = algo->EstimateMicros(in);
-            if (!best || us < best_us) {
-              best = algo.get();
-              best_us = us;
-            }
-          }
-          if (best) return {best, best_us};
-        }
-        return {};
+      [picker](const SelectionInput& slice, int flows_per_node) {
+        return picker->Choose(slice, flows_per_node);
       }));
   // GPU buffers: NCCL's own all-reduce (its ring or tree), and the three-phase composition
   // with NCCL inside the nodes.

@@ -185,6 +185,44 @@ TEST(DecisionTable, CpuNodesBehindOneSlowPortPickHierarchical) {
               "nccl");  // device candidates are ranked even where there is no GPU
 }
 
+// Hierarchical remembers phase 2's choice per slice. 2 nodes x 2 ranks and 2 nodes x 1 rank
+// with half the message give phase 2 the same slice (one piece, 64 KiB floats over 2 owners or
+// 1), but two owners cross at once (each flow gets its share of the link: inter) and one crosses
+// alone (inter_sharing times faster): the two must be priced apart, whichever was priced first.
+TEST(DecisionTable, HierarchicalPricesPhaseTwoByHowManySlicesCrossAtOnce) {
+  CostModel cost;
+  cost.inter_sharing = 2;
+  auto estimate = [&](const std::vector<std::unique_ptr<AllreduceAlgorithm>>& table,
+                      int ranks_per_node, size_t count) {
+    SelectionInput in;
+    in.count = count;
+    in.bytes = count * sizeof(float);
+    in.ranks = 2 * ranks_per_node;
+    in.nodes = 2;
+    in.min_local_size = in.max_local_size = ranks_per_node;
+    in.has_node_context = in.shm_capable = true;
+    in.backend = "mpi";
+    in.cost = &cost;
+    for (const auto& algo : table) {
+      if (algo->Name() == "hierarchical") return algo->EstimateMicros(in);
+    }
+    ADD_FAILURE() << "no hierarchical";
+    return 0.0;
+  };
+  constexpr size_t kCount = 32768;  // 128 KiB: one piece
+  const auto one_first = MakeAllreduceAlgorithms(std::make_shared<const CostModel>(cost));
+  const double alone = estimate(one_first, 1, kCount / 2);
+  const double shared = estimate(one_first, 2, kCount);
+  const auto two_first = MakeAllreduceAlgorithms(std::make_shared<const CostModel>(cost));
+  EXPECT_DOUBLE_EQ(estimate(two_first, 2, kCount), shared);
+  EXPECT_DOUBLE_EQ(estimate(two_first, 1, kCount / 2), alone);
+  // Shared, every flat algorithm moves the 64 KiB slice at inter's rate (the ring: 2 (1/2) slice);
+  // alone the ring's one flow runs inter_sharing = 2 times faster: (1/2) slice x beta apart, and
+  // more with the second owner's in-node share.
+  const double slice = kCount / 2 * sizeof(float);
+  EXPECT_GT(shared - alone, 0.5 * slice * cost.inter.beta_us);
+}
+
 // busbw = bytes / time x 2(p-1)/p (nccl-tests), from the chosen time.
 TEST(DecisionTable, BusBandwidthFollowsNcclTests) {
   const CostModel cost = CostOf("h100-nvswitch-8gpu.xml", 2, 8);
