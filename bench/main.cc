@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "base/logging.h"
 #include "bench/algorithms.h"
 #include "bench/calibrate.h"
 #include "bench/device_replay.h"
@@ -58,6 +59,7 @@
 #include "bench/sweep.h"
 #include "collectives/mpi/tcp_defaults.h"
 #include "kolo/kolo.h"
+#include "runtime/config.h"
 
 extern char** environ;
 
@@ -184,7 +186,15 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
 
   if (f.calibrate || !f.algorithms.empty()) {
     // kolo's runtime is not started: these modes drive the algorithms (or measure the machine)
-    // directly, and an idle background thread would only add noise.
+    // directly, and an idle background thread would only add noise. Its log settings apply
+    // all the same, as kolo_init would apply them (hierarchical logs its phase-2 pick at debug).
+    if (const auto settings = ConfigFromEnvironment(); settings.ok()) {
+      ConfigureLogging(settings->log_level, settings->log_hide_time);
+      SetLogRank(world.rank, world.size);
+    } else if (world.rank == 0) {
+      std::fprintf(stderr, "kolo-bench: kolo's settings ignored: %s\n",
+                   settings.status().ToString().c_str());
+    }
     const RunInfo info = GatherRunInfo(world, argc, argv, thread_level);
     if (!OpenJson(world, f.json, info, &json, &json_error))
       return usage_error("--json: " + json_error);
