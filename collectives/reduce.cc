@@ -8,6 +8,7 @@
 // stray 2 from a framework is not UB; results are always 0 or 1.
 #include "collectives/reduce.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -96,6 +97,28 @@ KOLO_REDUCE_INLINE void ZipBlocked(T* __restrict inout, const T* __restrict in, 
   for (; i < n; ++i) inout[i] = f(inout[i], in[i]);
 }
 
+// dst[i] = f(a[i], b[i]), and copy[i] too unless copy is null. Each block is combined into stack
+// scratch before it is stored, so dst and copy may equal a or b (reduce.h: ReducePair) and no
+// __restrict is a lie: a and b are only read, the scratch is the loop's own.
+template <typename T, typename F>
+KOLO_REDUCE_INLINE void PairBlocked(T* dst, T* copy, const T* a, const T* b, size_t n, F f) {
+  T scratch[kBlock];
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    T* __restrict t = scratch;
+    const T* __restrict x = a + i;
+    const T* __restrict y = b + i;
+    for (size_t j = 0; j < kBlock; ++j) t[j] = f(x[j], y[j]);
+    std::memcpy(dst + i, scratch, sizeof(scratch));
+    if (copy) std::memcpy(copy + i, scratch, sizeof(scratch));
+  }
+  for (; i < n; ++i) {
+    const T v = f(a[i], b[i]);
+    dst[i] = v;
+    if (copy) copy[i] = v;
+  }
+}
+
 template <typename T, typename F>
 void MapBaseline(T* dst, const T* src, size_t n, F f) {
   MapBlocked(dst, src, n, f);
@@ -107,6 +130,10 @@ void MapInPlaceBaseline(T* data, size_t n, F f) {
 template <typename T, typename F>
 void ZipBaseline(T* inout, const T* in, size_t n, F f) {
   ZipBlocked(inout, in, n, f);
+}
+template <typename T, typename F>
+void PairBaseline(T* dst, T* copy, const T* a, const T* b, size_t n, F f) {
+  PairBlocked(dst, copy, a, b, n, f);
 }
 
 #if KOLO_REDUCE_X86
@@ -121,6 +148,10 @@ KOLO_REDUCE_AVX2 void MapInPlaceAvx2(T* data, size_t n, F f) {
 template <typename T, typename F>
 KOLO_REDUCE_AVX2 void ZipAvx2(T* inout, const T* in, size_t n, F f) {
   ZipBlocked(inout, in, n, f);
+}
+template <typename T, typename F>
+KOLO_REDUCE_AVX2 void PairAvx2(T* dst, T* copy, const T* a, const T* b, size_t n, F f) {
+  PairBlocked(dst, copy, a, b, n, f);
 }
 #endif
 
@@ -148,6 +179,15 @@ void Zip(T* inout, const T* in, size_t n, F f) {
   if (UseAvx2()) return ZipAvx2(inout, in, n, f);
 #endif
   ZipBaseline(inout, in, n, f);
+}
+
+// dst[i] = copy[i] = f(a[i], b[i]) (copy may be null); see PairBlocked for what may alias.
+template <typename T, typename F>
+void Pair(T* dst, T* copy, const T* a, const T* b, size_t n, F f) {
+#if KOLO_REDUCE_X86
+  if (UseAvx2()) return PairAvx2(dst, copy, a, b, n, f);
+#endif
+  PairBaseline(dst, copy, a, b, n, f);
 }
 
 // ---- element functions ------------------------------------------------------------------------
@@ -222,6 +262,53 @@ void ReduceNative(void* inout, const void* in, size_t n, ReduceOp op) {
   }
 }
 
+template <typename T>
+void ReducePairNative(void* dst, void* copy, const void* a, const void* b, size_t n, ReduceOp op) {
+  T* d = static_cast<T*>(dst);
+  T* c = static_cast<T*>(copy);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  switch (op) {  // the element functions of ReduceNative, a in inout's place
+    case ReduceOp::kSum:
+      return Pair(d, c, x, y, n, [](T u, T v) { return Add(u, v); });
+    case ReduceOp::kMin:
+      return Pair(d, c, x, y, n, [](T u, T v) { return v < u ? v : u; });
+    case ReduceOp::kMax:
+      return Pair(d, c, x, y, n, [](T u, T v) { return u < v ? v : u; });
+    case ReduceOp::kProduct:
+      return Pair(d, c, x, y, n, [](T u, T v) { return Multiply(u, v); });
+    default:
+      return;  // ReducePair has refused it
+  }
+}
+
+void ReducePairBool(void* dst, void* copy, const void* a, const void* b, size_t n, ReduceOp op) {
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  uint8_t* c = static_cast<uint8_t*>(copy);
+  const uint8_t* x = static_cast<const uint8_t*>(a);
+  const uint8_t* y = static_cast<const uint8_t*>(b);
+  if (op == ReduceOp::kSum || op == ReduceOp::kMax) {
+    Pair(d, c, x, y, n, [](uint8_t u, uint8_t v) -> uint8_t { return (u != 0) | (v != 0); });
+  } else {
+    Pair(d, c, x, y, n, [](uint8_t u, uint8_t v) -> uint8_t { return (u != 0) & (v != 0); });
+  }
+}
+
+// float16/bfloat16: reduce_half.cc's kernels on stack scratch, a block at a time (a copy of a,
+// ReduceHalfInto with b, then the stores), so any of dst and copy may equal a or b.
+void ReducePairHalf(uint16_t* dst, uint16_t* copy, const uint16_t* a, const uint16_t* b, size_t n,
+                    DataType dtype, ReduceOp op) {
+  constexpr size_t kScratch = 16 * kBlock;
+  uint16_t scratch[kScratch];
+  for (size_t i = 0; i < n; i += kScratch) {
+    const size_t m = std::min(kScratch, n - i);
+    std::memcpy(scratch, a + i, m * sizeof(uint16_t));
+    internal::ReduceHalfInto(scratch, b + i, m, dtype, op);
+    std::memcpy(dst + i, scratch, m * sizeof(uint16_t));
+    if (copy) std::memcpy(copy + i, scratch, m * sizeof(uint16_t));
+  }
+}
+
 void ReduceBool(void* inout, const void* in, size_t n, ReduceOp op) {
   uint8_t* a = static_cast<uint8_t*>(inout);
   const uint8_t* b = static_cast<const uint8_t*>(in);
@@ -269,19 +356,22 @@ void CopyUnlessSame(void* dst, const void* src, size_t bytes) {
   if (dst != src && bytes != 0) std::memcpy(dst, src, bytes);
 }
 
+Status CheckKernelOp(const char* function, DataType dtype, ReduceOp op) {
+  KOLO_RETURN_IF_ERROR(CheckDtype(function, dtype));
+  if (IsKernelOp(op)) return Status::OK();
+  std::string name = IsValidReduceOp(static_cast<int>(op))
+                         ? std::string(ReduceOpName(op))
+                         : "invalid op " + std::to_string(static_cast<int>(op));
+  std::string message = std::string(function) + ": op " + name + " on dtype " + DtypeLabel(dtype) +
+                        " is not an element-wise kernel op (kernels do sum, min, max, product";
+  if (op == ReduceOp::kAverage) message += "; average is sum then DivideCopy";
+  return InvalidArgumentError(message + ")");
+}
+
 }  // namespace
 
 Status ReduceInto(void* inout, const void* in, size_t count, DataType dtype, ReduceOp op) {
-  KOLO_RETURN_IF_ERROR(CheckDtype("ReduceInto", dtype));
-  if (!IsKernelOp(op)) {
-    std::string name = IsValidReduceOp(static_cast<int>(op))
-                           ? std::string(ReduceOpName(op))
-                           : "invalid op " + std::to_string(static_cast<int>(op));
-    std::string message = "ReduceInto: op " + name + " on dtype " + DtypeLabel(dtype) +
-                          " is not an element-wise kernel op (kernels do sum, min, max, product";
-    if (op == ReduceOp::kAverage) message += "; average is sum then DivideCopy";
-    return InvalidArgumentError(message + ")");
-  }
+  KOLO_RETURN_IF_ERROR(CheckKernelOp("ReduceInto", dtype, op));
   if (count == 0) return Status::OK();
   switch (dtype) {
     case DataType::kUInt8:
@@ -315,6 +405,48 @@ Status ReduceInto(void* inout, const void* in, size_t count, DataType dtype, Red
     case DataType::kBFloat16:
       internal::ReduceHalfInto(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in),
                                count, dtype, op);
+      break;
+  }
+  return Status::OK();
+}
+
+Status ReducePair(void* dst, const void* a, const void* b, size_t count, DataType dtype,
+                  ReduceOp op, void* copy) {
+  KOLO_RETURN_IF_ERROR(CheckKernelOp("ReducePair", dtype, op));
+  if (count == 0) return Status::OK();
+  switch (dtype) {
+    case DataType::kUInt8:
+      ReducePairNative<uint8_t>(dst, copy, a, b, count, op);
+      break;
+    case DataType::kInt8:
+      ReducePairNative<int8_t>(dst, copy, a, b, count, op);
+      break;
+    case DataType::kUInt16:
+      ReducePairNative<uint16_t>(dst, copy, a, b, count, op);
+      break;
+    case DataType::kInt16:
+      ReducePairNative<int16_t>(dst, copy, a, b, count, op);
+      break;
+    case DataType::kInt32:
+      ReducePairNative<int32_t>(dst, copy, a, b, count, op);
+      break;
+    case DataType::kInt64:
+      ReducePairNative<int64_t>(dst, copy, a, b, count, op);
+      break;
+    case DataType::kFloat32:
+      ReducePairNative<float>(dst, copy, a, b, count, op);
+      break;
+    case DataType::kFloat64:
+      ReducePairNative<double>(dst, copy, a, b, count, op);
+      break;
+    case DataType::kBool:
+      ReducePairBool(dst, copy, a, b, count, op);
+      break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      ReducePairHalf(static_cast<uint16_t*>(dst), static_cast<uint16_t*>(copy),
+                     static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), count, dtype,
+                     op);
       break;
   }
   return Status::OK();

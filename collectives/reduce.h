@@ -31,6 +31,14 @@ namespace kolo {
 // returns kInvalidArgument otherwise. inout and in may not partially overlap.
 Status ReduceInto(void* inout, const void* in, size_t count, DataType dtype, ReduceOp op);
 
+// dst[i] = op(a[i], b[i]) for i < count, and copy[i] the same where copy is not null: what a
+// memcpy(dst, a), a ReduceInto(dst, b) and a memcpy(copy, dst) would leave, in one pass over a
+// and b (memory traffic, not arithmetic, bounds these loops). a takes inout's place in
+// ReduceInto's semantics (Min/Max keep a NaN of a). dst and copy may each equal a or b; no other
+// two of the buffers overlap. The same ops and refusals as ReduceInto.
+Status ReducePair(void* dst, const void* a, const void* b, size_t count, DataType dtype,
+                  ReduceOp op, void* copy = nullptr);
+
 // dst[i] = src[i] * factor for i < count (dst may equal src). Floating dtypes compute in their
 // own precision (float16/bfloat16 in float32, rounded once); integers compute in double and
 // truncate toward zero; bool accepts only factor == 1 (kInvalidArgument otherwise). A factor of

@@ -172,11 +172,13 @@ Status HierarchicalAllreduce::RunPointToPoint(Communicator& local, const Allredu
 
     Status phase2;
     if (mine >= 0) {
-      const char* first_src = me == 0 ? piece_in + own.offset * es : recv_of(0);
-      std::memcpy(result, first_src, own.count * es);
+      auto src = [&](int r) -> const char* {
+        return r == me ? piece_in + own.offset * es : recv_of(r);
+      };
+      if (size == 1) std::memcpy(result, src(0), own.count * es);
       for (int r = 1; r < size; ++r) {
-        const char* src = r == me ? piece_in + own.offset * es : recv_of(r);
-        KOLO_RETURN_IF_ERROR(ReduceInto(result, src, own.count, args.dtype, args.op));
+        KOLO_RETURN_IF_ERROR(
+            ReducePair(result, r == 1 ? src(0) : result, src(r), own.count, args.dtype, args.op));
       }
       if (own.count) phase2 = hook(result, own.count, mine);
       my_ok = phase2.ok() ? 1 : 0;

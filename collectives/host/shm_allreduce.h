@@ -10,8 +10,9 @@
 //   -----+-------------------------------------------------------------+----------------
 //   1    | copy its piece of the input into its slot, all slices but i | barrier (flags)
 //   2    | result_i = slot_0[i] op slot_1[i] op ... op slot_{p-1}[i],  | barrier (flags)
-//        | rank order, its own slice read from its own input           |
-//   3    | copy result_0 .. result_{p-1} into its output               | next piece
+//        | rank order, its own slice read from its own input; the last |
+//        | pass stores result_i into its output's slice i as well      |
+//   3    | copy every other rank's result_j into its output            | next piece
 //
 // Only rank i reads slice i of any slot, and it reads slice i of its own input in place, so
 // that slice is never copied in. Everything else has to be: a process cannot load from another
@@ -24,9 +25,13 @@
 // then sched_yield (ranks may outnumber cores); a peer that never arrives ends the wait with
 // kUnavailable naming it after 60 s, and the failing rank raises a flag so the others stop too.
 //
-// Bytes moved per rank, message n: copy in n(p-1)/p, reduce reads n and writes n/p (the first
-// operand is a copy), copy out reads and writes n: about 3n of memory traffic each way, against
-// 2n(p-1)/p sent plus the same received (and MPI's own copies) for a message-passing ring.
+// Bytes moved per rank, message n: copy in n(p-1)/p each way; the reduction reads n and writes
+// 2n/p (ReducePair: the first two operands in one pass, the last pass storing into the result
+// and the output at once); copy out n(p-1)/p each way. That is 2n written and n(3p-2)/p read
+// (2n at p = 2), against 2n(p-1)/p sent plus the same received (and MPI's own copies) for a
+// message-passing ring. Copying the first operand, reducing into the result and copying every
+// result out, as this path did before, read 3n and wrote 2.5n at p = 2 (docs/benchmarks.md,
+// "One pass fewer").
 // Small messages (n <= ShmNodeReducer::SmallBytesFor(p): 2 KiB with a core per rank, 16 KiB
 // with more ranks than cores) take the one-barrier path instead: every rank copies all of its
 // input into a slot, one barrier, every rank reduces all p slots in rank order (shm_node.h).

@@ -208,15 +208,27 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
     }
     KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in"));
 
+    // Without a hook the owner's reduced slice is final: its last pass writes it into the
+    // owner's output as well as into its result, and the copy-out skips it.
+    const bool own_written = mine >= 0 && !hook;
     if (mine >= 0) {
       const SliceRange own = SliceOf(n, owners, mine);
       for (int r = 0; r < s.size; ++r) {
         sources[r] = (r == s.rank ? piece_in : s.Slot(r)) + own.offset * es;
       }
-      // Rank order, the same for every slice: results do not depend on who owns what.
-      std::memcpy(my_result, sources[0], own.count * es);
+      // Rank order, the same for every slice: results do not depend on who owns what. The
+      // first pass combines the first two operands (no copy of the first). In place, the
+      // owner's output slice is its own input slice, read in an earlier pass or in the last
+      // one (ReducePair lets copy equal an operand).
+      void* own_out = own_written ? out + (first + own.offset) * es : nullptr;
+      if (s.size == 1) {
+        std::memcpy(my_result, sources[0], own.count * es);
+        if (own_out && own_out != sources[0]) std::memcpy(own_out, sources[0], own.count * es);
+      }
       for (int r = 1; r < s.size; ++r) {
-        KOLO_RETURN_IF_ERROR(ReduceInto(my_result, sources[r], own.count, args.dtype, args.op));
+        KOLO_RETURN_IF_ERROR(ReducePair(my_result, r == 1 ? sources[0] : my_result, sources[r],
+                                        own.count, args.dtype, args.op,
+                                        r == s.size - 1 ? own_out : nullptr));
       }
       if (hook && own.count) {
         Status h = hook(my_result, own.count, mine);
@@ -231,6 +243,7 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
     KOLO_RETURN_IF_ERROR(Barrier(s, "after reduction"));
 
     for (int k = 0; k < owners; ++k) {
+      if (k == mine && own_written) continue;
       const SliceRange sl = SliceOf(n, owners, k);
       std::memcpy(out + (first + sl.offset) * es, s.Result(k), sl.count * es);
     }
@@ -255,10 +268,10 @@ Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args) 
   KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in (small path)"));
   // Every rank: slot 0 op slot 1 op ... in rank order, its own input read back from its slot
   // (in place, the output is the input).
-  std::memcpy(args.recv, s.Small(0, parity), bytes);
+  if (s.size == 1) std::memcpy(args.recv, s.Small(0, parity), bytes);
   for (int r = 1; r < s.size; ++r) {
-    KOLO_RETURN_IF_ERROR(
-        ReduceInto(args.recv, s.Small(r, parity), args.count, args.dtype, args.op));
+    KOLO_RETURN_IF_ERROR(ReducePair(args.recv, r == 1 ? s.Small(0, parity) : args.recv,
+                                    s.Small(r, parity), args.count, args.dtype, args.op));
   }
   return Status::OK();
 }

@@ -100,11 +100,13 @@ Status TreePipeline::Run(Communicator& comm, const AllreduceArgs& args,
                                .AddContext(Where(name, "reduce", i, n)));
       continue;
     }
-    if (!in_place) std::memcpy(acc, own, bytes);
+    if (!in_place && node.children.empty()) std::memcpy(acc, own, bytes);
     for (size_t c = 0; c < node.children.size(); ++c) {
       KOLO_RETURN_IF_ERROR(from_children[i % 2][c]->Wait().AddContext(
           Where(name, "reduce", i, n) + " from rank " + std::to_string(node.children[c])));
-      KOLO_RETURN_IF_ERROR(ReduceInto(acc, child_buf(i, c), pc.count, args.dtype, args.op));
+      // The first child's piece meets the own data as it is read (no copy of it first).
+      KOLO_RETURN_IF_ERROR(
+          ReducePair(acc, c == 0 ? own : acc, child_buf(i, c), pc.count, args.dtype, args.op));
     }
     if (node.parent >= 0) {
       KOLO_RETURN_IF_ERROR(sends.Add(comm.Start({P2POp::Send(acc, bytes, node.parent, tag)}))

@@ -110,6 +110,56 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesOps, ReduceIntoTest,
                                             ::testing::ValuesIn(kCounts), ::testing::Bool()),
                          ReduceParamName);
 
+// ---- ReducePair: every dtype x op x count x path, with every aliasing reduce.h allows --------
+
+class ReducePairTest : public ::testing::TestWithParam<ReduceParam> {};
+
+TEST_P(ReducePairTest, MatchesReferenceWhateverAliases) {
+  const DataType dtype = std::get<0>(GetParam());
+  const ReduceOp op = std::get<1>(GetParam());
+  const size_t count = std::get<2>(GetParam());
+  SimdScope scope(std::get<3>(GetParam()));
+  const Buffer a = MakeData(dtype, count, 0);
+  const Buffer b = MakeData(dtype, count, 1);
+  const Buffer untouched = MakeData(dtype, count, 2);
+  auto expected = [&](size_t i) { return RefReduce(dtype, op, a.Get(i), b.Get(i)); };
+
+  // Separate buffers, with and without the copy.
+  Buffer dst = untouched, copy = untouched;
+  ASSERT_TRUE(ReducePair(dst.data(), a.bytes.data(), b.bytes.data(), count, dtype, op).ok());
+  ExpectElements(dst, expected, "ReducePair(dst, a, b)");
+  ASSERT_TRUE(
+      ReducePair(dst.data(), a.bytes.data(), b.bytes.data(), count, dtype, op, copy.data()).ok());
+  ExpectElements(dst, expected, "ReducePair(dst, a, b, copy): dst");
+  ExpectElements(copy, expected, "ReducePair(dst, a, b, copy): copy");
+  EXPECT_EQ(copy.bytes.back(), untouched.bytes.back()) << "wrote past the end of copy";
+
+  // dst is a (ReduceInto's in-place form), dst is b, copy is a, copy is b.
+  Buffer x = a, y = b, other = untouched;
+  ASSERT_TRUE(ReducePair(x.data(), x.data(), y.data(), count, dtype, op, other.data()).ok());
+  ExpectElements(x, expected, "ReducePair(a, a, b, copy): dst");
+  ExpectElements(other, expected, "ReducePair(a, a, b, copy): copy");
+  x = a;
+  ASSERT_TRUE(ReducePair(y.data(), x.data(), y.data(), count, dtype, op).ok());
+  ExpectElements(y, expected, "ReducePair(b, a, b)");
+  y = b;
+  other = untouched;
+  ASSERT_TRUE(ReducePair(other.data(), x.data(), y.data(), count, dtype, op, x.data()).ok());
+  ExpectElements(x, expected, "ReducePair(dst, a, b, a): copy");
+  ExpectElements(other, expected, "ReducePair(dst, a, b, a): dst");
+  x = a;
+  other = untouched;
+  ASSERT_TRUE(ReducePair(other.data(), x.data(), y.data(), count, dtype, op, y.data()).ok());
+  ExpectElements(y, expected, "ReducePair(dst, a, b, b): copy");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypesOps, ReducePairTest,
+                         ::testing::Combine(::testing::ValuesIn(AllDtypes()),
+                                            ::testing::Values(ReduceOp::kSum, ReduceOp::kMin,
+                                                              ReduceOp::kMax, ReduceOp::kProduct),
+                                            ::testing::ValuesIn(kCounts), ::testing::Bool()),
+                         ReduceParamName);
+
 // ---- ScaleCopy / DivideCopy: every numeric dtype x count x path --------------------------------
 
 using CopyParam = std::tuple<DataType, size_t, bool>;
