@@ -97,18 +97,23 @@ KOLO_REDUCE_INLINE void ZipBlocked(T* __restrict inout, const T* __restrict in, 
   for (; i < n; ++i) inout[i] = f(inout[i], in[i]);
 }
 
+// scratch[j] = f(a[j], b[j]) for one block. Its own function so that the scope of the __restrict
+// pointers ends before the block is stored: the stores may write what a or b pointed to.
+template <typename T, typename F>
+KOLO_REDUCE_INLINE void CombineBlock(T* __restrict scratch, const T* __restrict a,
+                                     const T* __restrict b, F f) {
+  for (size_t j = 0; j < kBlock; ++j) scratch[j] = f(a[j], b[j]);
+}
+
 // dst[i] = f(a[i], b[i]), and copy[i] too unless copy is null. Each block is combined into stack
-// scratch before it is stored, so dst and copy may equal a or b (reduce.h: ReducePair) and no
-// __restrict is a lie: a and b are only read, the scratch is the loop's own.
+// scratch before it is stored, so dst and copy may equal a or b (reduce.h: ReducePair): no
+// __restrict pointer is live while dst or copy is written.
 template <typename T, typename F>
 KOLO_REDUCE_INLINE void PairBlocked(T* dst, T* copy, const T* a, const T* b, size_t n, F f) {
   T scratch[kBlock];
   size_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
-    T* __restrict t = scratch;
-    const T* __restrict x = a + i;
-    const T* __restrict y = b + i;
-    for (size_t j = 0; j < kBlock; ++j) t[j] = f(x[j], y[j]);
+    CombineBlock(scratch, a + i, b + i, f);
     std::memcpy(dst + i, scratch, sizeof(scratch));
     if (copy) std::memcpy(copy + i, scratch, sizeof(scratch));
   }

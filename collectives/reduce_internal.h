@@ -6,7 +6,8 @@
 //    refuses any loop that would need a scalar epilogue or a run-time alias check. So every loop
 //    walks blocks of kBlock elements (a constant trip count, a multiple of every vector width)
 //    with __restrict pointers and finishes the short remainder with scalar code. Where reduce.h
-//    lets pointers be equal, reduce.cc switches to a one-pointer loop and reduce_half.cc goes
+//    lets pointers be equal, reduce.cc switches to a one-pointer loop (ReduceInto) or combines
+//    each block into stack scratch before storing it (ReducePair), and reduce_half.cc goes
 //    through stack scratch, so __restrict is never a lie.
 //  - GCC (under its default -ftrapping-math) also refuses a loop in which a float operation is
 //    needed on one side of a condition only; reduce_half.cc computes such values in a separate

@@ -25,13 +25,14 @@
 // then sched_yield (ranks may outnumber cores); a peer that never arrives ends the wait with
 // kUnavailable naming it after 60 s, and the failing rank raises a flag so the others stop too.
 //
-// Bytes moved per rank, message n: copy in n(p-1)/p each way; the reduction reads n and writes
-// 2n/p (ReducePair: the first two operands in one pass, the last pass storing into the result
-// and the output at once); copy out n(p-1)/p each way. That is 2n written and n(3p-2)/p read
-// (2n at p = 2), against 2n(p-1)/p sent plus the same received (and MPI's own copies) for a
-// message-passing ring. Copying the first operand, reducing into the result and copying every
-// result out, as this path did before, read 3n and wrote 2.5n at p = 2 (docs/benchmarks.md,
-// "One pass fewer").
+// Bytes moved per rank, message n: copy in n(p-1)/p each way; the reduction's p-1 passes read
+// 2n(p-1)/p and write n (ReducePair: the first pass combines the first two operands with no
+// copy of the first, the last stores into the result and the output at once); copy out
+// n(p-1)/p each way. That is n(4p-4)/p read and n(3p-2)/p written (2n each way at p = 2),
+// against 2n(p-1)/p sent plus the same received (and MPI's own copies) for a message-passing
+// ring. Copying the first operand, reducing into the result and copying every result out, as
+// this path did before, read n(4p-2)/p and wrote n(3p-1)/p (3n and 2.5n at p = 2;
+// docs/benchmarks.md, "One pass fewer").
 // Small messages (n <= ShmNodeReducer::SmallBytesFor(p): 2 KiB with a core per rank, 16 KiB
 // with more ranks than cores) take the one-barrier path instead: every rank copies all of its
 // input into a slot, one barrier, every rank reduces all p slots in rank order (shm_node.h).

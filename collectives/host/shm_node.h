@@ -1,6 +1,8 @@
 // The shared-memory engine of the node-level all-reduces: one segment per node communicator,
 // allocated on the first call and reused, flag barriers on sequence counters, and the piece loop
-// "copy in, barrier, owners reduce their slice in rank order, barrier, everyone copies out".
+// "copy in, barrier, owners reduce their slice in rank order, barrier, everyone copies out"
+// (without a hook an owner's reduction also stores its slice into its own output, and its
+// copy-out skips that slice).
 // shm_allreduce.h runs it with every rank owning a slice; hierarchical_allreduce.h runs it with
 // the first `owners` local ranks owning one slice each and a hook that all-reduces each owner's
 // slice across nodes before the copy-out. The algorithm prose (steps, bytes, costs) is in

@@ -132,25 +132,33 @@ TEST_P(ReducePairTest, MatchesReferenceWhateverAliases) {
       ReducePair(dst.data(), a.bytes.data(), b.bytes.data(), count, dtype, op, copy.data()).ok());
   ExpectElements(dst, expected, "ReducePair(dst, a, b, copy): dst");
   ExpectElements(copy, expected, "ReducePair(dst, a, b, copy): copy");
+  EXPECT_EQ(dst.bytes.back(), untouched.bytes.back()) << "wrote past the end of dst";
   EXPECT_EQ(copy.bytes.back(), untouched.bytes.back()) << "wrote past the end of copy";
 
-  // dst is a (ReduceInto's in-place form), dst is b, copy is a, copy is b.
-  Buffer x = a, y = b, other = untouched;
-  ASSERT_TRUE(ReducePair(x.data(), x.data(), y.data(), count, dtype, op, other.data()).ok());
-  ExpectElements(x, expected, "ReducePair(a, a, b, copy): dst");
-  ExpectElements(other, expected, "ReducePair(a, a, b, copy): copy");
-  x = a;
-  ASSERT_TRUE(ReducePair(y.data(), x.data(), y.data(), count, dtype, op).ok());
-  ExpectElements(y, expected, "ReducePair(b, a, b)");
-  y = b;
-  other = untouched;
-  ASSERT_TRUE(ReducePair(other.data(), x.data(), y.data(), count, dtype, op, x.data()).ok());
-  ExpectElements(x, expected, "ReducePair(dst, a, b, a): copy");
-  ExpectElements(other, expected, "ReducePair(dst, a, b, a): dst");
-  x = a;
-  other = untouched;
-  ASSERT_TRUE(ReducePair(other.data(), x.data(), y.data(), count, dtype, op, y.data()).ok());
-  ExpectElements(y, expected, "ReducePair(dst, a, b, b): copy");
+  // Every aliasing reduce.h allows: dst or copy (or both) the very buffer of a or of b. Each
+  // case starts from fresh copies; the byte past the end of every buffer must stay as it was.
+  struct Case {
+    const char* what;
+    int dst, copy;  // 0: a, 1: b, 2: a buffer of its own; copy -1: none
+  };
+  const Case cases[] = {{"dst = a", 0, -1},          {"dst = b", 1, -1},
+                        {"dst = a, copy own", 0, 2}, {"dst = b, copy own", 1, 2},
+                        {"dst own, copy = a", 2, 0}, {"dst own, copy = b", 2, 1},
+                        {"dst = a, copy = b", 0, 1}, {"dst = b, copy = a", 1, 0}};
+  for (const Case& k : cases) {
+    Buffer buffers[3] = {a, b, untouched};
+    ASSERT_TRUE(ReducePair(buffers[k.dst].data(), buffers[0].data(), buffers[1].data(), count,
+                           dtype, op, k.copy < 0 ? nullptr : buffers[k.copy].data())
+                    .ok())
+        << k.what;
+    ExpectElements(buffers[k.dst], expected, std::string("ReducePair, ") + k.what + ": dst");
+    if (k.copy >= 0) {
+      ExpectElements(buffers[k.copy], expected, std::string("ReducePair, ") + k.what + ": copy");
+    }
+    EXPECT_EQ(buffers[0].bytes.back(), a.bytes.back()) << k.what << ": wrote past a's end";
+    EXPECT_EQ(buffers[1].bytes.back(), b.bytes.back()) << k.what << ": wrote past b's end";
+    EXPECT_EQ(buffers[2].bytes.back(), untouched.bytes.back()) << k.what << ": past the end";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypesOps, ReducePairTest,
