@@ -12,7 +12,9 @@
 // Link Google Benchmark without benchmark_main: this file has its own BENCHMARK_MAIN.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,6 +31,28 @@ std::vector<uint16_t> HalfData(size_t n, uint16_t base) {
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint16_t>(base + (i % 512));
   return v;
 }
+
+// Page-aligned buffers for the rows that memcpy: two vectors allocated one after the other sit
+// 16 bytes apart in their pages, where glibc's memcpy runs 15-20x slower on this machine
+// (docs/machine-notes.md 14), which would time that instead of the copy.
+template <typename T>
+class PageBuffer {
+ public:
+  PageBuffer(size_t n, T value)
+      : data_(static_cast<T*>(std::aligned_alloc(4096, RoundUpPage(n * sizeof(T))))), n_(n) {
+    std::fill(data_, data_ + n_, value);
+  }
+  ~PageBuffer() { std::free(data_); }
+  PageBuffer(const PageBuffer&) = delete;
+  PageBuffer& operator=(const PageBuffer&) = delete;
+  T* data() { return data_; }
+  size_t size() const { return n_; }
+
+ private:
+  static size_t RoundUpPage(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+  T* data_;
+  size_t n_;
+};
 
 class SimdScope {
  public:
@@ -106,7 +130,7 @@ void Sizes(benchmark::internal::Benchmark* b) {
 // machine in the same run.
 void Memcpy(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  PageBuffer<char> src(bytes, 1), dst(bytes, 0);
   for (auto _ : state) {
     std::memcpy(dst.data(), src.data(), bytes);
     benchmark::ClobberMemory();
@@ -127,6 +151,45 @@ void AddFloat32Plain(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
   state.counters["traffic"] = benchmark::Counter(static_cast<double>(3 * n * sizeof(float)),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// shm's reduction of two operands: what it did (a copy of the first operand, then ReduceInto,
+// then a copy of the result into the output: 4n read, 3n written for two operands of n bytes)
+// against ReducePair with the output stored alongside (2n read, 2n written). Args {bytes, simd}.
+void PairCopyReduceCopy(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  SimdScope simd(state.range(1) != 0);
+  const size_t n = bytes / sizeof(float);
+  PageBuffer<float> a(n, 1.0f), b(n, 1e-30f), result(n, 0.0f), out(n, 0.0f);
+  for (auto _ : state) {
+    std::memcpy(result.data(), a.data(), bytes);
+    if (!ReduceInto(result.data(), b.data(), n, DataType::kFloat32, ReduceOp::kSum).ok()) {
+      state.SkipWithError("ReduceInto failed");
+    }
+    std::memcpy(out.data(), result.data(), bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["traffic"] = benchmark::Counter(static_cast<double>(7 * bytes),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void PairFloat32Sum(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  SimdScope simd(state.range(1) != 0);
+  const size_t n = bytes / sizeof(float);
+  PageBuffer<float> a(n, 1.0f), b(n, 1e-30f), result(n, 0.0f), out(n, 0.0f);
+  for (auto _ : state) {
+    if (!ReducePair(result.data(), a.data(), b.data(), n, DataType::kFloat32, ReduceOp::kSum,
+                    out.data())
+             .ok()) {
+      state.SkipWithError("ReducePair failed");
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["traffic"] = benchmark::Counter(static_cast<double>(4 * bytes),
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -180,6 +243,8 @@ const bool kRegistered = [] {
 BENCHMARK(Memcpy)->ArgName("bytes")->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
 BENCHMARK(AddFloat32Plain)->ArgName("bytes")->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
 BENCHMARK(ReduceFloat32Sum)->Apply(Sizes);
+BENCHMARK(PairCopyReduceCopy)->Apply(Sizes);
+BENCHMARK(PairFloat32Sum)->Apply(Sizes);
 BENCHMARK(ReduceFloat16Sum)->Apply(Sizes);
 BENCHMARK(WidenFloat16)->Apply(Sizes);
 BENCHMARK(ScaleFloat32)->Apply(Sizes);
