@@ -249,54 +249,71 @@ T DivideTrunc(T x, int64_t divisor) {
   }
 }
 
-template <typename T>
-void ReduceNative(void* inout, const void* in, size_t n, ReduceOp op) {
-  T* a = static_cast<T*>(inout);
-  const T* b = static_cast<const T*>(in);
+// Calls visit(f) with the element function f(x, y) of `op` on T: sum, min, max or product (the
+// kernel ops; the callers have refused any other). ReduceInto and ReducePair share these, so
+// the in-place and the two-operand kernels cannot disagree on a NaN or a wrap-around.
+template <typename T, typename Visit>
+void WithElementOp(ReduceOp op, Visit visit) {
   switch (op) {
     case ReduceOp::kSum:
-      return Zip(a, b, n, [](T x, T y) { return Add(x, y); });
+      return visit([](T x, T y) { return Add(x, y); });
     case ReduceOp::kMin:  // std::min(x, y): a NaN in x is kept
-      return Zip(a, b, n, [](T x, T y) { return y < x ? y : x; });
+      return visit([](T x, T y) { return y < x ? y : x; });
     case ReduceOp::kMax:  // std::max(x, y)
-      return Zip(a, b, n, [](T x, T y) { return x < y ? y : x; });
+      return visit([](T x, T y) { return x < y ? y : x; });
     case ReduceOp::kProduct:
-      return Zip(a, b, n, [](T x, T y) { return Multiply(x, y); });
+      return visit([](T x, T y) { return Multiply(x, y); });
     default:
-      return;  // ReduceInto has refused it
+      return;
   }
 }
 
-template <typename T>
-void ReducePairNative(void* dst, void* copy, const void* a, const void* b, size_t n, ReduceOp op) {
-  T* d = static_cast<T*>(dst);
-  T* c = static_cast<T*>(copy);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  switch (op) {  // the element functions of ReduceNative, a in inout's place
-    case ReduceOp::kSum:
-      return Pair(d, c, x, y, n, [](T u, T v) { return Add(u, v); });
-    case ReduceOp::kMin:
-      return Pair(d, c, x, y, n, [](T u, T v) { return v < u ? v : u; });
-    case ReduceOp::kMax:
-      return Pair(d, c, x, y, n, [](T u, T v) { return u < v ? v : u; });
-    case ReduceOp::kProduct:
-      return Pair(d, c, x, y, n, [](T u, T v) { return Multiply(u, v); });
-    default:
-      return;  // ReducePair has refused it
-  }
-}
-
-void ReducePairBool(void* dst, void* copy, const void* a, const void* b, size_t n, ReduceOp op) {
-  uint8_t* d = static_cast<uint8_t*>(dst);
-  uint8_t* c = static_cast<uint8_t*>(copy);
-  const uint8_t* x = static_cast<const uint8_t*>(a);
-  const uint8_t* y = static_cast<const uint8_t*>(b);
+// bool's: sum and max are OR, min and product AND, on bytes (any nonzero byte is true).
+template <typename Visit>
+void WithBoolOp(ReduceOp op, Visit visit) {
   if (op == ReduceOp::kSum || op == ReduceOp::kMax) {
-    Pair(d, c, x, y, n, [](uint8_t u, uint8_t v) -> uint8_t { return (u != 0) | (v != 0); });
+    visit([](uint8_t x, uint8_t y) -> uint8_t { return (x != 0) | (y != 0); });
   } else {
-    Pair(d, c, x, y, n, [](uint8_t u, uint8_t v) -> uint8_t { return (u != 0) & (v != 0); });
+    visit([](uint8_t x, uint8_t y) -> uint8_t { return (x != 0) & (y != 0); });
   }
+}
+
+// Calls f(T{}) for dtype's C++ type T when it is a native one (the integers, float32,
+// float64) and returns true; returns false for bool, float16 and bfloat16, which each entry
+// point treats on its own.
+template <typename F>
+bool VisitNative(DataType dtype, F f) {
+  switch (dtype) {
+    case DataType::kUInt8:
+      f(uint8_t{});
+      return true;
+    case DataType::kInt8:
+      f(int8_t{});
+      return true;
+    case DataType::kUInt16:
+      f(uint16_t{});
+      return true;
+    case DataType::kInt16:
+      f(int16_t{});
+      return true;
+    case DataType::kInt32:
+      f(int32_t{});
+      return true;
+    case DataType::kInt64:
+      f(int64_t{});
+      return true;
+    case DataType::kFloat32:
+      f(float{});
+      return true;
+    case DataType::kFloat64:
+      f(double{});
+      return true;
+    case DataType::kBool:
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return false;
+  }
+  return false;
 }
 
 // float16/bfloat16: reduce_half.cc's kernels on stack scratch, a block at a time (a copy of a,
@@ -311,16 +328,6 @@ void ReducePairHalf(uint16_t* dst, uint16_t* copy, const uint16_t* a, const uint
     internal::ReduceHalfInto(scratch, b + i, m, dtype, op);
     std::memcpy(dst + i, scratch, m * sizeof(uint16_t));
     if (copy) std::memcpy(copy + i, scratch, m * sizeof(uint16_t));
-  }
-}
-
-void ReduceBool(void* inout, const void* in, size_t n, ReduceOp op) {
-  uint8_t* a = static_cast<uint8_t*>(inout);
-  const uint8_t* b = static_cast<const uint8_t*>(in);
-  if (op == ReduceOp::kSum || op == ReduceOp::kMax) {
-    Zip(a, b, n, [](uint8_t x, uint8_t y) -> uint8_t { return (x != 0) | (y != 0); });
-  } else {
-    Zip(a, b, n, [](uint8_t x, uint8_t y) -> uint8_t { return (x != 0) & (y != 0); });
   }
 }
 
@@ -378,39 +385,19 @@ Status CheckKernelOp(const char* function, DataType dtype, ReduceOp op) {
 Status ReduceInto(void* inout, const void* in, size_t count, DataType dtype, ReduceOp op) {
   KOLO_RETURN_IF_ERROR(CheckKernelOp("ReduceInto", dtype, op));
   if (count == 0) return Status::OK();
-  switch (dtype) {
-    case DataType::kUInt8:
-      ReduceNative<uint8_t>(inout, in, count, op);
-      break;
-    case DataType::kInt8:
-      ReduceNative<int8_t>(inout, in, count, op);
-      break;
-    case DataType::kUInt16:
-      ReduceNative<uint16_t>(inout, in, count, op);
-      break;
-    case DataType::kInt16:
-      ReduceNative<int16_t>(inout, in, count, op);
-      break;
-    case DataType::kInt32:
-      ReduceNative<int32_t>(inout, in, count, op);
-      break;
-    case DataType::kInt64:
-      ReduceNative<int64_t>(inout, in, count, op);
-      break;
-    case DataType::kFloat32:
-      ReduceNative<float>(inout, in, count, op);
-      break;
-    case DataType::kFloat64:
-      ReduceNative<double>(inout, in, count, op);
-      break;
-    case DataType::kBool:
-      ReduceBool(inout, in, count, op);
-      break;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      internal::ReduceHalfInto(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in),
-                               count, dtype, op);
-      break;
+  const bool native = VisitNative(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    WithElementOp<T>(
+        op, [&](auto f) { Zip(static_cast<T*>(inout), static_cast<const T*>(in), count, f); });
+  });
+  if (native) return Status::OK();
+  if (dtype == DataType::kBool) {
+    WithBoolOp(op, [&](auto f) {
+      Zip(static_cast<uint8_t*>(inout), static_cast<const uint8_t*>(in), count, f);
+    });
+  } else {
+    internal::ReduceHalfInto(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), count,
+                             dtype, op);
   }
   return Status::OK();
 }
@@ -419,40 +406,23 @@ Status ReducePair(void* dst, const void* a, const void* b, size_t count, DataTyp
                   ReduceOp op, void* copy) {
   KOLO_RETURN_IF_ERROR(CheckKernelOp("ReducePair", dtype, op));
   if (count == 0) return Status::OK();
-  switch (dtype) {
-    case DataType::kUInt8:
-      ReducePairNative<uint8_t>(dst, copy, a, b, count, op);
-      break;
-    case DataType::kInt8:
-      ReducePairNative<int8_t>(dst, copy, a, b, count, op);
-      break;
-    case DataType::kUInt16:
-      ReducePairNative<uint16_t>(dst, copy, a, b, count, op);
-      break;
-    case DataType::kInt16:
-      ReducePairNative<int16_t>(dst, copy, a, b, count, op);
-      break;
-    case DataType::kInt32:
-      ReducePairNative<int32_t>(dst, copy, a, b, count, op);
-      break;
-    case DataType::kInt64:
-      ReducePairNative<int64_t>(dst, copy, a, b, count, op);
-      break;
-    case DataType::kFloat32:
-      ReducePairNative<float>(dst, copy, a, b, count, op);
-      break;
-    case DataType::kFloat64:
-      ReducePairNative<double>(dst, copy, a, b, count, op);
-      break;
-    case DataType::kBool:
-      ReducePairBool(dst, copy, a, b, count, op);
-      break;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      ReducePairHalf(static_cast<uint16_t*>(dst), static_cast<uint16_t*>(copy),
-                     static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), count, dtype,
-                     op);
-      break;
+  const bool native = VisitNative(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    WithElementOp<T>(op, [&](auto f) {
+      Pair(static_cast<T*>(dst), static_cast<T*>(copy), static_cast<const T*>(a),
+           static_cast<const T*>(b), count, f);
+    });
+  });
+  if (native) return Status::OK();
+  if (dtype == DataType::kBool) {
+    WithBoolOp(op, [&](auto f) {
+      Pair(static_cast<uint8_t*>(dst), static_cast<uint8_t*>(copy), static_cast<const uint8_t*>(a),
+           static_cast<const uint8_t*>(b), count, f);
+    });
+  } else {
+    ReducePairHalf(static_cast<uint16_t*>(dst), static_cast<uint16_t*>(copy),
+                   static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), count, dtype,
+                   op);
   }
   return Status::OK();
 }
@@ -470,38 +440,11 @@ Status ScaleCopy(void* dst, const void* src, size_t count, DataType dtype, doubl
                                 buf);
   }
   if (count == 0) return Status::OK();
-  switch (dtype) {
-    case DataType::kUInt8:
-      ScaleNative<uint8_t>(dst, src, count, factor);
-      break;
-    case DataType::kInt8:
-      ScaleNative<int8_t>(dst, src, count, factor);
-      break;
-    case DataType::kUInt16:
-      ScaleNative<uint16_t>(dst, src, count, factor);
-      break;
-    case DataType::kInt16:
-      ScaleNative<int16_t>(dst, src, count, factor);
-      break;
-    case DataType::kInt32:
-      ScaleNative<int32_t>(dst, src, count, factor);
-      break;
-    case DataType::kInt64:
-      ScaleNative<int64_t>(dst, src, count, factor);
-      break;
-    case DataType::kFloat32:
-      ScaleNative<float>(dst, src, count, factor);
-      break;
-    case DataType::kFloat64:
-      ScaleNative<double>(dst, src, count, factor);
-      break;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      internal::ScaleHalf(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-                          dtype, static_cast<float>(factor));
-      break;
-    case DataType::kBool:
-      break;  // refused above
+  const bool native =
+      VisitNative(dtype, [&](auto tag) { ScaleNative<decltype(tag)>(dst, src, count, factor); });
+  if (!native) {  // float16 or bfloat16: bool was refused above
+    internal::ScaleHalf(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                        dtype, static_cast<float>(factor));
   }
   return Status::OK();
 }
@@ -538,28 +481,10 @@ Status DivideCopy(void* dst, const void* src, size_t count, DataType dtype, int6
     return Status::OK();
   }
   if (count == 0) return Status::OK();
-  switch (dtype) {
-    case DataType::kUInt8:
-      DivideNative<uint8_t>(dst, src, count, divisor);
-      break;
-    case DataType::kInt8:
-      DivideNative<int8_t>(dst, src, count, divisor);
-      break;
-    case DataType::kUInt16:
-      DivideNative<uint16_t>(dst, src, count, divisor);
-      break;
-    case DataType::kInt16:
-      DivideNative<int16_t>(dst, src, count, divisor);
-      break;
-    case DataType::kInt32:
-      DivideNative<int32_t>(dst, src, count, divisor);
-      break;
-    case DataType::kInt64:
-      DivideNative<int64_t>(dst, src, count, divisor);
-      break;
-    default:
-      break;  // floating and bool handled above
-  }
+  VisitNative(dtype, [&](auto tag) {  // the integers: floating and bool were handled above
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) DivideNative<T>(dst, src, count, divisor);
+  });
   return Status::OK();
 }
 

@@ -74,28 +74,24 @@ class SimdScope {
 
 using ReduceParam = std::tuple<DataType, ReduceOp, size_t, bool>;
 
-class ReduceIntoTest : public ::testing::TestWithParam<ReduceParam> {};
+// A ReduceInto or ReducePair case's parameters, unpacked, with the kernels' SIMD path set for
+// the test's lifetime. (Members rather than structured bindings: C++17 lambdas cannot capture
+// those.)
+class KernelOpTest : public ::testing::TestWithParam<ReduceParam> {
+ protected:
+  KernelOpTest()
+      : dtype_(std::get<0>(GetParam())),
+        op_(std::get<1>(GetParam())),
+        count_(std::get<2>(GetParam())),
+        scope_(std::get<3>(GetParam())) {}
 
-TEST_P(ReduceIntoTest, MatchesReference) {
-  // Not structured bindings: C++17 lambdas cannot capture those.
-  const DataType dtype = std::get<0>(GetParam());
-  const ReduceOp op = std::get<1>(GetParam());
-  const size_t count = std::get<2>(GetParam());
-  SimdScope scope(std::get<3>(GetParam()));
-  const Buffer a = MakeData(dtype, count, 0);
-  const Buffer b = MakeData(dtype, count, 1);
-  Buffer out = a;
-  ASSERT_TRUE(ReduceInto(out.data(), b.bytes.data(), count, dtype, op).ok());
-  ExpectElements(
-      out, [&](size_t i) { return RefReduce(dtype, op, a.Get(i), b.Get(i)); }, "ReduceInto");
-  EXPECT_EQ(out.bytes.back(), a.bytes.back()) << "wrote past the end";
+  const DataType dtype_;
+  const ReduceOp op_;
+  const size_t count_;
 
-  // reduce.h allows inout == in: each element meets itself.
-  Buffer self = a;
-  ASSERT_TRUE(ReduceInto(self.data(), self.data(), count, dtype, op).ok());
-  ExpectElements(
-      self, [&](size_t i) { return RefReduce(dtype, op, a.Get(i), a.Get(i)); }, "ReduceInto(x, x)");
-}
+ private:
+  SimdScope scope_;
+};
 
 std::string ReduceParamName(const ::testing::TestParamInfo<ReduceParam>& info) {
   const auto [dtype, op, count, simd] = info.param;
@@ -103,33 +99,52 @@ std::string ReduceParamName(const ::testing::TestParamInfo<ReduceParam>& info) {
          std::to_string(count) + (simd ? "_simd" : "_baseline");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDtypesOps, ReduceIntoTest,
-                         ::testing::Combine(::testing::ValuesIn(AllDtypes()),
-                                            ::testing::Values(ReduceOp::kSum, ReduceOp::kMin,
-                                                              ReduceOp::kMax, ReduceOp::kProduct),
-                                            ::testing::ValuesIn(kCounts), ::testing::Bool()),
-                         ReduceParamName);
+// Every dtype x kernel op x count x path.
+auto KernelOpCases() {
+  return ::testing::Combine(
+      ::testing::ValuesIn(AllDtypes()),
+      ::testing::Values(ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct),
+      ::testing::ValuesIn(kCounts), ::testing::Bool());
+}
+
+class ReduceIntoTest : public KernelOpTest {};
+
+TEST_P(ReduceIntoTest, MatchesReference) {
+  const Buffer a = MakeData(dtype_, count_, 0);
+  const Buffer b = MakeData(dtype_, count_, 1);
+  Buffer out = a;
+  ASSERT_TRUE(ReduceInto(out.data(), b.bytes.data(), count_, dtype_, op_).ok());
+  ExpectElements(
+      out, [&](size_t i) { return RefReduce(dtype_, op_, a.Get(i), b.Get(i)); }, "ReduceInto");
+  EXPECT_EQ(out.bytes.back(), a.bytes.back()) << "wrote past the end";
+
+  // reduce.h allows inout == in: each element meets itself.
+  Buffer self = a;
+  ASSERT_TRUE(ReduceInto(self.data(), self.data(), count_, dtype_, op_).ok());
+  ExpectElements(
+      self, [&](size_t i) { return RefReduce(dtype_, op_, a.Get(i), a.Get(i)); },
+      "ReduceInto(x, x)");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypesOps, ReduceIntoTest, KernelOpCases(), ReduceParamName);
 
 // ---- ReducePair: every dtype x op x count x path, with every aliasing reduce.h allows --------
 
-class ReducePairTest : public ::testing::TestWithParam<ReduceParam> {};
+class ReducePairTest : public KernelOpTest {};
 
 TEST_P(ReducePairTest, MatchesReferenceWhateverAliases) {
-  const DataType dtype = std::get<0>(GetParam());
-  const ReduceOp op = std::get<1>(GetParam());
-  const size_t count = std::get<2>(GetParam());
-  SimdScope scope(std::get<3>(GetParam()));
-  const Buffer a = MakeData(dtype, count, 0);
-  const Buffer b = MakeData(dtype, count, 1);
-  const Buffer untouched = MakeData(dtype, count, 2);
-  auto expected = [&](size_t i) { return RefReduce(dtype, op, a.Get(i), b.Get(i)); };
+  const Buffer a = MakeData(dtype_, count_, 0);
+  const Buffer b = MakeData(dtype_, count_, 1);
+  const Buffer untouched = MakeData(dtype_, count_, 2);
+  auto expected = [&](size_t i) { return RefReduce(dtype_, op_, a.Get(i), b.Get(i)); };
 
   // Separate buffers, with and without the copy.
   Buffer dst = untouched, copy = untouched;
-  ASSERT_TRUE(ReducePair(dst.data(), a.bytes.data(), b.bytes.data(), count, dtype, op).ok());
+  ASSERT_TRUE(ReducePair(dst.data(), a.bytes.data(), b.bytes.data(), count_, dtype_, op_).ok());
   ExpectElements(dst, expected, "ReducePair(dst, a, b)");
   ASSERT_TRUE(
-      ReducePair(dst.data(), a.bytes.data(), b.bytes.data(), count, dtype, op, copy.data()).ok());
+      ReducePair(dst.data(), a.bytes.data(), b.bytes.data(), count_, dtype_, op_, copy.data())
+          .ok());
   ExpectElements(dst, expected, "ReducePair(dst, a, b, copy): dst");
   ExpectElements(copy, expected, "ReducePair(dst, a, b, copy): copy");
   EXPECT_EQ(dst.bytes.back(), untouched.bytes.back()) << "wrote past the end of dst";
@@ -147,8 +162,8 @@ TEST_P(ReducePairTest, MatchesReferenceWhateverAliases) {
                         {"dst = a, copy = b", 0, 1}, {"dst = b, copy = a", 1, 0}};
   for (const Case& k : cases) {
     Buffer buffers[3] = {a, b, untouched};
-    ASSERT_TRUE(ReducePair(buffers[k.dst].data(), buffers[0].data(), buffers[1].data(), count,
-                           dtype, op, k.copy < 0 ? nullptr : buffers[k.copy].data())
+    ASSERT_TRUE(ReducePair(buffers[k.dst].data(), buffers[0].data(), buffers[1].data(), count_,
+                           dtype_, op_, k.copy < 0 ? nullptr : buffers[k.copy].data())
                     .ok())
         << k.what;
     ExpectElements(buffers[k.dst], expected, std::string("ReducePair, ") + k.what + ": dst");
@@ -161,12 +176,7 @@ TEST_P(ReducePairTest, MatchesReferenceWhateverAliases) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDtypesOps, ReducePairTest,
-                         ::testing::Combine(::testing::ValuesIn(AllDtypes()),
-                                            ::testing::Values(ReduceOp::kSum, ReduceOp::kMin,
-                                                              ReduceOp::kMax, ReduceOp::kProduct),
-                                            ::testing::ValuesIn(kCounts), ::testing::Bool()),
-                         ReduceParamName);
+INSTANTIATE_TEST_SUITE_P(AllDtypesOps, ReducePairTest, KernelOpCases(), ReduceParamName);
 
 // ---- ScaleCopy / DivideCopy: every numeric dtype x count x path --------------------------------
 
