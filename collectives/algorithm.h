@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "base/dtype.h"
@@ -88,6 +89,22 @@ class AllreduceAlgorithm {
   // Predicted time (alpha-beta-gamma model); the same on every rank for the same input.
   virtual double EstimateMicros(const SelectionInput& in) const = 0;
   virtual Status Run(Communicator& comm, const AllreduceArgs& args) = 0;
+
+  // Whether RunScaled can multiply a result of `dtype` by a factor in the algorithm's own last
+  // pass over it, saving the caller a pass of its own (Average's 1/size on a large tensor is a
+  // read and a write of all of it).
+  virtual bool CanRunScaled(DataType dtype) const {
+    (void)dtype;
+    return false;
+  }
+  // Run, with the result (every rank's recv) multiplied by `postscale` as ScaleCopy would;
+  // where CanRunScaled says so (kUnimplemented otherwise, unless postscale is 1).
+  virtual Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) {
+    if (postscale != 1.0) {
+      return UnimplementedError(std::string(Name()) + " cannot scale its result");
+    }
+    return Run(comm, args);
+  }
 };
 
 // An algorithm whose whole run is enqueued on a stream (kolo's stream of the buffers' device)

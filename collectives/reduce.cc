@@ -427,6 +427,31 @@ Status ReducePair(void* dst, const void* a, const void* b, size_t count, DataTyp
   return Status::OK();
 }
 
+Status ReducePairScaled(void* dst, const void* a, const void* b, size_t count, DataType dtype,
+                        ReduceOp op, double factor, void* copy) {
+  if (factor == 1.0) return ReducePair(dst, a, b, count, dtype, op, copy);
+  KOLO_RETURN_IF_ERROR(CheckKernelOp("ReducePairScaled", dtype, op));
+  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat64) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%g", factor);
+    return InvalidArgumentError("ReducePairScaled: dtype " + DtypeLabel(dtype) +
+                                " takes only factor 1 (float32 and float64 fold a scale), got " +
+                                buf);
+  }
+  if (count == 0) return Status::OK();
+  VisitNative(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T scale = static_cast<T>(factor);  // as ScaleCopy rounds it
+      WithElementOp<T>(op, [&](auto f) {
+        Pair(static_cast<T*>(dst), static_cast<T*>(copy), static_cast<const T*>(a),
+             static_cast<const T*>(b), count, [f, scale](T x, T y) { return f(x, y) * scale; });
+      });
+    }
+  });
+  return Status::OK();
+}
+
 Status ScaleCopy(void* dst, const void* src, size_t count, DataType dtype, double factor) {
   KOLO_RETURN_IF_ERROR(CheckDtype("ScaleCopy", dtype));
   if (factor == 1.0) {

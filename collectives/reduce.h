@@ -39,6 +39,15 @@ Status ReduceInto(void* inout, const void* in, size_t count, DataType dtype, Red
 Status ReducePair(void* dst, const void* a, const void* b, size_t count, DataType dtype,
                   ReduceOp op, void* copy = nullptr);
 
+// ReducePair with its values multiplied by `factor` in the same pass: dst[i] (and copy[i]) =
+// op(a[i], b[i]) * factor, the product rounded in the dtype's precision with factor rounded to
+// it first: the bits of ReducePair followed by ScaleCopy(dst, dst, count, dtype, factor). It
+// saves an all-reduce's last pass over its result the pass of a separate scale (Average's
+// 1/size). float32 and float64 only; any other dtype takes factor 1 alone (kInvalidArgument
+// otherwise).
+Status ReducePairScaled(void* dst, const void* a, const void* b, size_t count, DataType dtype,
+                        ReduceOp op, double factor, void* copy = nullptr);
+
 // dst[i] = src[i] * factor for i < count (dst may equal src). Floating dtypes compute in their
 // own precision (float16/bfloat16 in float32, rounded once); integers compute in double and
 // truncate toward zero; bool accepts only factor == 1 (kInvalidArgument otherwise). A factor of

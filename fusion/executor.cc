@@ -78,10 +78,17 @@ Status FusionExecutor::RunDirect(Communicator& comm, AllreduceAlgorithm& algorit
     KOLO_RETURN_IF_ERROR(ScaleCopy(t.output, t.input, t.count, job.dtype, job.prescale));
     args.send = t.output;
   }
+  // A floating result has one scale left (Average's 1/size, the postscale): an algorithm that
+  // can apply it in its own last pass over the result saves Finish's pass over the tensor.
+  const double scale = LowerReduce(job.op, job.postscale, comm.Size()).float_postscale;
+  const bool scaled = IsFloatingPoint(job.dtype) && !IsHalf(job.dtype) && scale != 1.0 &&
+                      algorithm.CanRunScaled(job.dtype);
   {
     StageScope reduce(observer, ExecutorObserver::Stage::kReduce, 0, 0);
-    KOLO_RETURN_IF_ERROR(algorithm.Run(comm, args));
+    KOLO_RETURN_IF_ERROR(scaled ? algorithm.RunScaled(comm, args, scale)
+                                : algorithm.Run(comm, args));
   }
+  if (scaled) return Status::OK();
   return Finish(t.output, t.output, t.count, job, comm.Size());
 }
 

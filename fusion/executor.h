@@ -9,7 +9,9 @@
 //    by size truncating toward zero, then postscaled;
 //  - a Response with a single tensor that needs no widening skips the buffer: it is reduced
 //    straight from input to output (in place when they are the same), in calls of at most one
-//    piece each (the communicator cuts them);
+//    piece each (the communicator cuts them); a floating tensor's scale (Average, postscale) is
+//    then applied by the algorithm's last pass where it can (CanRunScaled: the same bits, one
+//    pass over the tensor fewer), else by a pass of its own;
 //  - Adasum (RunAdasum) scales like Sum (prescale before, postscale after; no division), and
 //    takes its tensors whole: its dot products span a tensor, so it cannot run in pieces.
 #ifndef KOLO_FUSION_EXECUTOR_H_

@@ -7,13 +7,14 @@
 # bimodal (docs/benchmarks.md): a median of few runs can land in either mode.
 #
 # The measurements, at 2 ranks: the model replays through the whole runtime (ResNet-50,
-# BERT-base and 1000 tiny tensors: negotiation, fusion, the selected algorithm), the sweep
+# BERT-base and 1000 tiny tensors: negotiation, fusion, the selected algorithm; ResNet-50 and
+# BERT-base with Sum and with Average, Horovod's default, which scales every result), the sweep
 # through the runtime, and every all-reduce algorithm on its own (-a all). The -a all rows
 # MPI_Allreduce and memcpy run the same code in both binaries: their ratios show the noise.
 #
 # Usage: scripts/compare_builds.sh BASE [ROUNDS] [OUT] [RUNS]   (default 7 rounds, all runs:
-#        ~15 minutes with the base's build; RUNS: some of "resnet50 bert-base tiny-1000 sweep
-#        algorithms", quoted)
+#        ~20 minutes with the base's build; RUNS: some of "resnet50 bert-base resnet50-avg
+#        bert-base-avg tiny-1000 sweep algorithms", quoted)
 # Run it on an otherwise idle machine: the two binaries share its cores turn by turn.
 set -euo pipefail
 # shellcheck source=scripts/env.sh
@@ -22,7 +23,7 @@ cd "${KOLO_ROOT}"
 base="${1:?usage: scripts/compare_builds.sh BASE [ROUNDS] [OUT]}"
 rounds="${2:-7}"
 out="${3:-/tmp/kolo-compare-$(date +%Y%m%d-%H%M)}"
-runs="${4:-resnet50 bert-base tiny-1000 sweep algorithms}"
+runs="${4:-resnet50 bert-base resnet50-avg bert-base-avg tiny-1000 sweep algorithms}"
 mkdir -p "${out}"
 current="${KOLO_BUILD_DIR}/bench/kolo-bench"
 [[ -x "${current}" ]] || { kolo_log "no ${current}: build first"; exit 1; }
@@ -65,6 +66,8 @@ measure() {  # measure NAME json|csv ARGS...: one result file per binary per rou
 
 measure resnet50 json --model resnet50 -n 20 -w 5 --paths kolo
 measure bert-base json --model bert-base -n 5 -w 2 --paths kolo
+measure resnet50-avg json --model resnet50 -n 20 -w 5 --paths kolo -o avg
+measure bert-base-avg json --model bert-base -n 5 -w 2 --paths kolo -o avg
 measure tiny-1000 json --model tiny-1000 -n 50 -w 5 --paths kolo
 measure sweep json --paths kolo -b 8 -e 64M -f 8 -c 1
 measure algorithms csv -a all --check -b 1K -e 16M -f 16

@@ -1,11 +1,11 @@
 #include "collectives/host/shm_allreduce.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "collectives/host/flat_common.h"
 #include "collectives/host/node_pieces.h"
 #include "collectives/node_context.h"
+#include "collectives/reduce.h"
 
 namespace kolo {
 
@@ -37,21 +37,33 @@ double ShmAllreduce::EstimateMicros(const SelectionInput& in) const {
          2 * pieces * c.sync_us;
 }
 
+bool ShmAllreduce::CanRunScaled(DataType dtype) const {
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
+}
+
 Status ShmAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
+  return RunWith(comm, args, 1.0);
+}
+
+Status ShmAllreduce::RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) {
+  if (postscale != 1.0 && !CanRunScaled(args.dtype)) {
+    return AllreduceAlgorithm::RunScaled(comm, args, postscale);  // the refusal
+  }
+  return RunWith(comm, args, postscale);
+}
+
+Status ShmAllreduce::RunWith(Communicator& comm, const AllreduceArgs& args, double postscale) {
   if (comm.Size() == 1) {
-    if (args.send != args.recv && args.count) {
-      std::memcpy(args.recv, args.send, args.count * DataTypeSize(args.dtype));
-    }
-    return Status::OK();
+    return ScaleCopy(args.recv, args.send, args.count, args.dtype, postscale);
   }
   NodeContext* node = comm.node();
   if (!node || !node->local || node->local->Size() != comm.Size()) {
     return FailedPreconditionError("shm all-reduce: the communicator has no one-node context");
   }
   if (args.count * DataTypeSize(args.dtype) <= reducer_.SmallBytesFor(comm.Size())) {
-    return reducer_.RunSmall(*node->local, args);
+    return reducer_.RunSmall(*node->local, args, postscale);
   }
-  return reducer_.Run(*node->local, args, node->local->Size(), nullptr);
+  return reducer_.Run(*node->local, args, node->local->Size(), nullptr, postscale);
 }
 
 }  // namespace kolo

@@ -40,6 +40,17 @@ std::atomic<uint64_t>* Counter(void* region, size_t offset) {
   return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(region) + offset);
 }
 
+// Run's and RunSmall's `postscale`: 1, or a float32/float64 result without a hook.
+Status CheckPostscale(const AllreduceArgs& args, bool hook, double postscale) {
+  if (postscale == 1.0) return Status::OK();
+  if (hook || (args.dtype != DataType::kFloat32 && args.dtype != DataType::kFloat64)) {
+    return InternalError(
+        "shared-memory all-reduce: a postscale on " + std::string(DataTypeName(args.dtype)) +
+        (hook ? " with a slice hook" : "") + " (only float32/float64 without a hook fold one)");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 struct ShmNodeReducer::State {
@@ -173,7 +184,8 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
 }
 
 Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int owners,
-                           const SliceHook& hook) {
+                           const SliceHook& hook, double postscale) {
+  KOLO_RETURN_IF_ERROR(CheckPostscale(args, static_cast<bool>(hook), postscale));
   if (args.count == 0) return Status::OK();
   if (owners < 1 || owners > local.Size()) {
     return InternalError("shared-memory all-reduce: " + std::to_string(owners) +
@@ -221,14 +233,16 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
       // owner's output slice is its own input slice, read in an earlier pass or in the last
       // one (ReducePair lets copy equal an operand).
       void* own_out = own_written ? out + (first + own.offset) * es : nullptr;
+      // The last pass also applies the postscale, so every copy of the result is scaled.
       if (s.size == 1) {
-        std::memcpy(my_result, sources[0], own.count * es);
-        if (own_out && own_out != sources[0]) std::memcpy(own_out, sources[0], own.count * es);
+        KOLO_RETURN_IF_ERROR(ScaleCopy(my_result, sources[0], own.count, args.dtype, postscale));
+        if (own_out) std::memcpy(own_out, my_result, own.count * es);
       }
       for (int r = 1; r < s.size; ++r) {
-        KOLO_RETURN_IF_ERROR(ReducePair(my_result, r == 1 ? sources[0] : my_result, sources[r],
-                                        own.count, args.dtype, args.op,
-                                        r == s.size - 1 ? own_out : nullptr));
+        const bool last = r == s.size - 1;
+        KOLO_RETURN_IF_ERROR(ReducePairScaled(my_result, r == 1 ? sources[0] : my_result,
+                                              sources[r], own.count, args.dtype, args.op,
+                                              last ? postscale : 1.0, last ? own_out : nullptr));
       }
       if (hook && own.count) {
         Status h = hook(my_result, own.count, mine);
@@ -251,7 +265,8 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
   return Status::OK();
 }
 
-Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args) {
+Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args, double postscale) {
+  KOLO_RETURN_IF_ERROR(CheckPostscale(args, false, postscale));
   if (args.count == 0) return Status::OK();
   const size_t bytes = args.count * DataTypeSize(args.dtype);
   auto state = StateFor(local, local.Size());
@@ -268,10 +283,14 @@ Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args) 
   KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in (small path)"));
   // Every rank: slot 0 op slot 1 op ... in rank order, its own input read back from its slot
   // (in place, the output is the input).
-  if (s.size == 1) std::memcpy(args.recv, s.Small(0, parity), bytes);
+  if (s.size == 1) {
+    KOLO_RETURN_IF_ERROR(
+        ScaleCopy(args.recv, s.Small(0, parity), args.count, args.dtype, postscale));
+  }
   for (int r = 1; r < s.size; ++r) {
-    KOLO_RETURN_IF_ERROR(ReducePair(args.recv, r == 1 ? s.Small(0, parity) : args.recv,
-                                    s.Small(r, parity), args.count, args.dtype, args.op));
+    KOLO_RETURN_IF_ERROR(ReducePairScaled(args.recv, r == 1 ? s.Small(0, parity) : args.recv,
+                                          s.Small(r, parity), args.count, args.dtype, args.op,
+                                          r == s.size - 1 ? postscale : 1.0));
   }
   return Status::OK();
 }

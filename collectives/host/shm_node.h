@@ -58,13 +58,16 @@ class ShmNodeReducer {
 
   // All-reduces args over `local` (every rank of one node, all calling with the same count,
   // dtype, op and owners). The first call on a communicator allocates its segment (collective).
-  // owners: 1..local.Size(); local ranks [0, owners) own one slice each.
-  Status Run(Communicator& local, const AllreduceArgs& args, int owners, const SliceHook& hook);
+  // owners: 1..local.Size(); local ranks [0, owners) own one slice each. `postscale`: the
+  // result comes out multiplied by it (ReducePairScaled in the owner's last pass, so the
+  // copy-out copies scaled values); float32/float64 without a hook only, else it must be 1.
+  Status Run(Communicator& local, const AllreduceArgs& args, int owners, const SliceHook& hook,
+             double postscale = 1.0);
 
   // The one-barrier path for messages of at most small_bytes() (see the top of this file): every
   // rank reads all p inputs, so it pays p n of reduction traffic to save a barrier. `local` as
-  // for Run, every rank owning the result.
-  Status RunSmall(Communicator& local, const AllreduceArgs& args);
+  // for Run, every rank owning the result; `postscale` as for Run.
+  Status RunSmall(Communicator& local, const AllreduceArgs& args, double postscale = 1.0);
 
   // Test knobs: smaller pieces force the many-piece paths on small buffers; a shorter wait
   // makes the dead-peer test fast. Must be set the same on every rank before its first Run.

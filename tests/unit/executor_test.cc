@@ -2,6 +2,7 @@
 // the middle, widening of float16/bfloat16, integer Average, and the direct path.
 #include <gtest/gtest.h>
 
+#include "collectives/host/shm_allreduce.h"
 #include "collectives/native_allreduce.h"
 #include "fusion/executor.h"
 #include "unit/thread_world.h"
@@ -95,6 +96,65 @@ TEST(Executor, DirectPathLeavesInputUntouchedWhenOutOfPlace) {
     for (size_t i = 0; i < n; ++i) {
       ASSERT_EQ(out[i], 3.0 * (0 + i) + 3.0 * (1 + i)) << i;
       ASSERT_EQ(in[i], comm.Rank() + static_cast<double>(i)) << i;
+    }
+  });
+}
+
+// A shm all-reduce that counts the calls where the executor let it scale the result.
+class ScaleCountingShm : public ShmAllreduce {
+ public:
+  Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) override {
+    ++scaled;
+    factor = postscale;
+    return ShmAllreduce::RunScaled(comm, args, postscale);
+  }
+  int scaled = 0;
+  double factor = 0;
+};
+
+// The direct path hands a floating tensor's one scale (Average's 1/size times the postscale) to
+// an algorithm that can apply it in its last pass, and scales by itself otherwise: the same
+// values either way, against the reference from every rank's inputs.
+TEST(Executor, DirectPathLetsTheAlgorithmApplyTheScaleWhereItCan) {
+  const int ranks = 3;
+  testing::RunOnThreadWorld(ranks, "1", [&](Communicator& comm) {
+    struct Case {
+      DataType dtype;
+      ReduceOp op;
+      double postscale;
+      bool algorithm_scales;
+    };
+    for (const Case& c : {Case{DataType::kFloat32, ReduceOp::kAverage, 1.0, true},
+                          Case{DataType::kFloat64, ReduceOp::kAverage, 4.0, true},
+                          Case{DataType::kFloat32, ReduceOp::kSum, 0.5, true},
+                          Case{DataType::kFloat32, ReduceOp::kSum, 1.0, false},
+                          Case{DataType::kInt32, ReduceOp::kAverage, 1.0, false},
+                          Case{DataType::kFloat32, ReduceOp::kMax, 2.0, true}}) {
+      const size_t n = 5000;  // past the one-barrier path's limit: pieces and slices
+      std::vector<char> in = testing::Buffer(c.dtype, n), out = testing::Buffer(c.dtype, n);
+      for (size_t i = 0; i < n; ++i)
+        Store(c.dtype, in.data(), i, Value(c.dtype, c.op, comm.Rank(), i));
+      AllreduceJob job;
+      job.dtype = c.dtype;
+      job.op = c.op;
+      job.postscale = c.postscale;
+      job.tensors = {{in.data(), out.data(), n}};
+      FusionExecutor exec(1 << 20);
+      ScaleCountingShm algo;
+      ASSERT_TRUE(exec.Run(comm, algo, job).ok());
+      const std::string what = std::string(DataTypeName(c.dtype)) + " " +
+                               std::string(ReduceOpName(c.op)) + " postscale " +
+                               std::to_string(c.postscale);
+      EXPECT_EQ(algo.scaled, c.algorithm_scales ? 1 : 0) << what;
+      if (c.algorithm_scales) {
+        const double size_part = c.op == ReduceOp::kAverage ? 1.0 / ranks : 1.0;
+        EXPECT_DOUBLE_EQ(algo.factor, c.postscale * size_part) << what;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const double want = Reference(c.dtype, c.op, ranks, i, 1.0, c.postscale);
+        const double got = Load(c.dtype, out.data(), i);
+        ASSERT_LE(std::fabs(got - want), Tolerance(c.dtype, want)) << what << " index " << i;
+      }
     }
   });
 }

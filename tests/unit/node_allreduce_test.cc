@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <mutex>
+#include <type_traits>
+#include <vector>
 
 #include "collectives/select/cost_model.h"
 #include "collectives/host/hierarchical_allreduce.h"
@@ -61,6 +65,82 @@ TEST_P(ShmPiecesTest, ManySmallPiecesMatchReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmPiecesTest, ::testing::Values(2, 3, 4));
+
+// RunScaled: the result multiplied by the postscale in the owners' last pass (and the small
+// path's), bit for bit what a sum in rank order and then one multiplication by the factor
+// rounded to the dtype give, computed here element by element; on every path (one barrier,
+// many pieces, slices shorter than the rank count), in place and out of place.
+template <typename T>
+std::string CheckScaledSums(Communicator& comm, ShmAllreduce& algo, size_t count, double scale,
+                            bool in_place) {
+  auto input = [](int rank, size_t i) {
+    const uint64_t h =
+        (static_cast<uint64_t>(rank) + 1) * 0x9E3779B97F4A7C15ull ^ (i * 0xBF58476D1CE4E5B9ull);
+    return static_cast<T>(
+        std::ldexp(static_cast<double>(h % 2000003) - 1000001.0, -static_cast<int>(h % 23)));
+  };
+  std::vector<T> send(count), recv(count, T(-7));
+  for (size_t i = 0; i < count; ++i) send[i] = input(comm.Rank(), i);
+  T* out = in_place ? send.data() : recv.data();
+  AllreduceArgs args{send.data(), out, count,
+                     std::is_same_v<T, float> ? DataType::kFloat32 : DataType::kFloat64,
+                     ReduceOp::kSum};
+  const Status s = algo.RunScaled(comm, args, scale);
+  const std::string what = std::string(DataTypeName(args.dtype)) + " count " +
+                           std::to_string(count) + (in_place ? " in place" : "") + " rank " +
+                           std::to_string(comm.Rank());
+  if (!s.ok()) return what + ": " + s.ToString();
+  for (size_t i = 0; i < count; ++i) {
+    T want = input(0, i);
+    for (int r = 1; r < comm.Size(); ++r) want = want + input(r, i);
+    want = want * static_cast<T>(scale);
+    if (std::memcmp(&want, &out[i], sizeof(T)) != 0) {
+      return what + ": index " + std::to_string(i) + " got " + std::to_string(out[i]) + " want " +
+             std::to_string(want);
+    }
+  }
+  return "";
+}
+
+class ShmScaledTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShmScaledTest, ScaledResultIsTheSumTimesTheFactorOnEveryPath) {
+  std::vector<std::string> failures;
+  std::mutex mu;
+  RunOnThreadWorld(GetParam(), "1", [&](Communicator& comm) {
+    auto fail = [&](const std::string& f) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (failures.size() < 20) failures.push_back(f);
+    };
+    ShmAllreduce algo;
+    algo.reducer().set_piece_bytes(200);
+    algo.reducer().set_small_bytes(64);
+    EXPECT_TRUE(algo.CanRunScaled(DataType::kFloat32));
+    EXPECT_TRUE(algo.CanRunScaled(DataType::kFloat64));
+    EXPECT_FALSE(algo.CanRunScaled(DataType::kFloat16));
+    EXPECT_FALSE(algo.CanRunScaled(DataType::kInt32));
+    for (size_t count : {size_t{1}, size_t{2}, size_t{7}, size_t{16}, size_t{100}, size_t{1001}}) {
+      for (double scale : {1.0 / comm.Size(), 0.5, 1.0}) {
+        for (bool in_place : {false, true}) {
+          std::string f = CheckScaledSums<float>(comm, algo, count, scale, in_place);
+          if (!f.empty()) fail(f);
+          f = CheckScaledSums<double>(comm, algo, count, scale, in_place);
+          if (!f.empty()) fail(f);
+        }
+      }
+    }
+    // A dtype it cannot scale is refused on every rank before anything is exchanged.
+    std::vector<int32_t> ints(10, 1);
+    const Status s = algo.RunScaled(
+        comm,
+        AllreduceArgs{ints.data(), ints.data(), ints.size(), DataType::kInt32, ReduceOp::kSum},
+        0.5);
+    if (s.code() != StatusCode::kUnimplemented) fail("int32 scaled: " + s.ToString());
+  });
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmScaledTest, ::testing::Values(2, 3));
 
 class HierarchicalPathsTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 

@@ -178,6 +178,71 @@ TEST_P(ReducePairTest, MatchesReferenceWhateverAliases) {
 
 INSTANTIATE_TEST_SUITE_P(AllDtypesOps, ReducePairTest, KernelOpCases(), ReduceParamName);
 
+// ---- ReducePairScaled: the bits of ReducePair then ScaleCopy, in one pass -------------------
+
+class ReducePairScaledTest : public KernelOpTest {};
+
+TEST_P(ReducePairScaledTest, MatchesReducePairThenScaleCopy) {
+  const Buffer a = MakeData(dtype_, count_, 0);
+  const Buffer b = MakeData(dtype_, count_, 1);
+  const Buffer untouched = MakeData(dtype_, count_, 2);
+  for (double factor : {1.0, 0.5, 1.0 / 3.0, -2.5}) {
+    const std::string what = "ReducePairScaled by " + std::to_string(factor);
+    auto expected = [&](size_t i) {
+      return RefScale(dtype_, RefReduce(dtype_, op_, a.Get(i), b.Get(i)), factor);
+    };
+    Buffer dst = untouched, copy = untouched;
+    const Status s = ReducePairScaled(dst.data(), a.bytes.data(), b.bytes.data(), count_, dtype_,
+                                      op_, factor, copy.data());
+    ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+    ExpectElements(dst, expected, what + ": dst");
+    ExpectElements(copy, expected, what + ": copy");
+    EXPECT_EQ(dst.bytes.back(), untouched.bytes.back()) << what << ": wrote past dst's end";
+    EXPECT_EQ(copy.bytes.back(), untouched.bytes.back()) << what << ": wrote past copy's end";
+    // The owner's last pass of shm: dst is its first operand, no copy.
+    Buffer inout = a;
+    ASSERT_TRUE(
+        ReducePairScaled(inout.data(), inout.data(), b.bytes.data(), count_, dtype_, op_, factor)
+            .ok())
+        << what;
+    ExpectElements(inout, expected, what + ": dst = a");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatDtypesOps, ReducePairScaledTest,
+                         ::testing::Combine(::testing::Values(DataType::kFloat32,
+                                                              DataType::kFloat64),
+                                            ::testing::Values(ReduceOp::kSum, ReduceOp::kMin,
+                                                              ReduceOp::kMax, ReduceOp::kProduct),
+                                            ::testing::ValuesIn(kCounts), ::testing::Bool()),
+                         ReduceParamName);
+
+// Every other dtype takes factor 1 (ReducePair's result) and refuses any other, naming itself,
+// before writing anything.
+TEST(ReducePairScaledRefusal, OtherDtypesTakeOnlyFactorOne) {
+  const size_t count = 37;
+  for (DataType dtype : AllDtypes()) {
+    if (dtype == DataType::kFloat32 || dtype == DataType::kFloat64) continue;
+    const std::string name(DataTypeName(dtype));
+    const Buffer a = MakeData(dtype, count, 0);
+    const Buffer b = MakeData(dtype, count, 1);
+    const Buffer untouched = MakeData(dtype, count, 2);
+    Buffer dst = untouched;
+    const Status s = ReducePairScaled(dst.data(), a.bytes.data(), b.bytes.data(), count, dtype,
+                                      ReduceOp::kSum, 0.5);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(s.message().find(name), std::string::npos) << s.message();
+    EXPECT_EQ(dst.bytes, untouched.bytes) << name << ": refused, yet wrote";
+    ASSERT_TRUE(ReducePairScaled(dst.data(), a.bytes.data(), b.bytes.data(), count, dtype,
+                                 ReduceOp::kMax, 1.0)
+                    .ok())
+        << name;
+    ExpectElements(
+        dst, [&](size_t i) { return RefReduce(dtype, ReduceOp::kMax, a.Get(i), b.Get(i)); },
+        name + " factor 1");
+  }
+}
+
 // ---- ScaleCopy / DivideCopy: every numeric dtype x count x path --------------------------------
 
 using CopyParam = std::tuple<DataType, size_t, bool>;
