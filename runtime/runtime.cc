@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "base/precise_timers.h"
 #include "collectives/cuda/device.h"
 #include "collectives/node_context.h"
 #include "fusion/planner.h"
@@ -150,6 +151,8 @@ void Runtime::FailAll(const Status& status) {
 
 void Runtime::BackgroundLoop() {
   using Clock = std::chrono::steady_clock;
+  // Every wait of this thread on its peers is a short sleep; see base/precise_timers.h.
+  UsePreciseTimersOnThisThread();
   constexpr auto kSettle = std::chrono::microseconds(5);
   // Catching up with the peers: a rank whose cache hits still wait for its peers has nothing
   // new to wake it, yet its peers need it in the next cycle's AND (a collective) as soon as
@@ -181,8 +184,8 @@ void Runtime::BackgroundLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       // Without KOLO_WAKE_ON_SUBMIT work_arrived_ stays false: Horovod's fixed cycle.
       auto arrived = [&] { return shutdown_requested_ || work_arrived_; };
-      // While catching up, a sleep (its timer slack adds ~50 us) rather than a spin: the
-      // peers' submitting threads may need this core.
+      // While catching up, a sleep rather than a spin: the peers' submitting threads may need
+      // this core.
       Clock::duration wait = catch_up.count() > 0 ? catch_up : cycle;
       if (back_off && idle_cycles > kIdleAfter) {
         const int doublings = std::min(idle_cycles - kIdleAfter, 8);
@@ -192,8 +195,8 @@ void Runtime::BackgroundLoop() {
       wake_.wait_until(lock, cycle_start + wait, arrived);
       // Woken by a submission: let a burst (one thread submitting a model's gradients, ~1 us
       // apart) finish first, so it is negotiated and fused as one rather than in fragments.
-      // A timed wait would sleep far longer than the gaps (timer slack ~50 us), so this spins
-      // for kSettle of quiet; a lone submission pays just that.
+      // A timed wait would sleep far longer than the gaps (a wake-up alone costs several us),
+      // so this spins for kSettle of quiet; a lone submission pays just that.
       const auto settle_until = Clock::now() + cycle;
       while (work_arrived_ && !shutdown_requested_ && Clock::now() < settle_until) {
         work_arrived_ = false;

@@ -414,17 +414,28 @@ Status MpiCommunicator::WaitPolled(MPI_Request* request) {
   // A blocking MPI collective busy-polls until the slowest rank arrives; the negotiation's
   // ranks are routinely up to a cycle apart, and on a machine with as many ranks as cores that
   // spinning starves the application's own threads (and its MPI calls). So: spin briefly for
-  // the common in-step case, then test at growing intervals that sleep.
+  // the common in-step case, then test at intervals that sleep.
+  //
+  // An interval is at most a quarter of the time waited so far (5 us to 200 us), and the
+  // background thread's timer slack is 1 us (base/precise_timers.h), so a peer's arrival is
+  // noticed at most ~25% after it came. A rank that notices late is late in turn for the next
+  // step, where its peer waits for it: with doubling intervals (10 us to 200 us) and the
+  // default 50 us slack, two ranks took turns at oversleeping and ran whole runs of dependent
+  // all-reduces at 2-4x their usual time (docs/benchmarks.md, "Oversleeping in the
+  // negotiation").
   using Clock = std::chrono::steady_clock;
+  constexpr auto kSpin = std::chrono::microseconds(20);
+  constexpr auto kMinPause = std::chrono::microseconds(5);
+  constexpr auto kMaxPause = std::chrono::microseconds(200);
   const auto start = Clock::now();
-  auto pause = std::chrono::microseconds(10);
   auto next_liveness_check = start + std::chrono::seconds(1);
   while (true) {
     int done = 0;
     KOLO_MPI_CALL(MPI_Test(request, &done, MPI_STATUS_IGNORE));
     if (done) return Status::OK();
     const auto now = Clock::now();
-    if (now - start < std::chrono::microseconds(20)) continue;
+    const auto waited = now - start;
+    if (waited < kSpin) continue;
     if (now >= next_liveness_check) {
       // The request stays posted: MPI has no way to cancel a collective, and the runtime stops
       // using this communicator after an error. Every rank's background thread negotiates
@@ -435,8 +446,7 @@ Status MpiCommunicator::WaitPolled(MPI_Request* request) {
           CheckProgress(start, "the other ranks of the collective, " + PeersText()));
       next_liveness_check = now + std::chrono::seconds(1);
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(200));
+    std::this_thread::sleep_for(std::clamp<Clock::duration>(waited / 4, kMinPause, kMaxPause));
   }
 }
 
