@@ -8,7 +8,8 @@
 #   2. 200 dependent all-reduces of 1 KiB through kolo.torch (bench/dependent_allreduce.py): the
 #      total per run, and the worst run over the median run;
 #   3. a step's gradients of ResNet-50 and BERT-base (`kolo-bench --model`, path kolo: every
-#      tensor submitted at once, Sum, then all waited for), median step of the run.
+#      tensor submitted at once, then all waited for), median step of the run, with Sum and
+#      with Average (Horovod's default, what its DistributedOptimizer asks for).
 # Every all-reduce's output is checked (kolo-bench -c 1, the Python script's own check).
 # Each round's all-reduce comparison runs between two readings of kolo-core-probe
 # (bench/core_probe.cc): a round where either reading handed a cache line between the cores in
@@ -16,7 +17,7 @@
 # table gives the fast rounds' figures beside all rounds'.
 #
 # Usage: scripts/bench_performance.sh [--runs N] [OUT]   (default OUT:
-# /tmp/kolo-performance-<date>); takes ~5 minutes for 10 runs on a 2-core machine.
+# /tmp/kolo-performance-<date>); takes ~7 minutes for 10 runs on a 2-core machine.
 # Horovod is not part of the project; to compare with it, run bench/dependent_allreduce.py with
 # `import horovod.torch as hvd` in place of kolo.torch under the same mpirun.
 set -euo pipefail
@@ -66,8 +67,10 @@ for ((r = 1; r <= runs; ++r)); do
   run "${out}/dependent-${r}.txt" "${np[@]}" /usr/bin/python3 bench/dependent_allreduce.py \
     --ops 200
   for model in resnet50 bert-base; do
-    run "${out}/${model}-${r}.txt" "${np[@]}" "${bench}" --model "${model}" --paths kolo \
-      -n 10 -w 3 -c 1 --json "${out}/${model}-${r}.json"
+    for op in sum avg; do
+      run "${out}/${model}-${op}-${r}.txt" "${np[@]}" "${bench}" --model "${model}" \
+        --paths kolo -o "${op}" -n 10 -w 3 -c 1 --json "${out}/${model}-${op}-${r}.json"
+    done
   done
 done
 
@@ -122,10 +125,11 @@ print("\n## 200 dependent all-reduces of 1 KiB, 2 ranks: total ms per run")
 print("min / median / max %s; worst over median %.2f" % (mmm(totals, "%.1f"), max(totals) / med))
 print("\n## gradient sets, 2 ranks: median step ms per run")
 for model in ("resnet50", "bert-base"):
-    steps = []
-    for r in range(1, runs + 1):
-        for row in rows("%s/%s-%d.json" % (out, model, r)):
-            if row.get("record") == "row" and row.get("path") == "kolo":
-                steps.append(row["time_us"] / 1e3)
-    print("%s: min / median / max %s" % (model, mmm(steps, "%.1f")))
+    for op, label in (("sum", "Sum"), ("avg", "Average")):
+        steps = []
+        for r in range(1, runs + 1):
+            for row in rows("%s/%s-%s-%d.json" % (out, model, op, r)):
+                if row.get("record") == "row" and row.get("path") == "kolo":
+                    steps.append(row["time_us"] / 1e3)
+        print("%s, %s: min / median / max %s" % (model, label, mmm(steps, "%.1f")))
 PY
