@@ -43,8 +43,8 @@ Status ReducePair(void* dst, const void* a, const void* b, size_t count, DataTyp
 // op(a[i], b[i]) * factor, the product rounded in the dtype's precision with factor rounded to
 // it first: the bits of ReducePair followed by ScaleCopy(dst, dst, count, dtype, factor). It
 // saves an all-reduce's last pass over its result the pass of a separate scale (Average's
-// 1/size). float32 and float64 only; any other dtype takes factor 1 alone (kInvalidArgument
-// otherwise).
+// 1/size). dst and copy may each equal a or b, as for ReducePair. float32 and float64 only;
+// any other dtype takes factor 1 alone (kInvalidArgument otherwise).
 Status ReducePairScaled(void* dst, const void* a, const void* b, size_t count, DataType dtype,
                         ReduceOp op, double factor, void* copy = nullptr);
 

@@ -80,12 +80,29 @@ double RingAllreduce::EstimateMicros(const SelectionInput& in) const {
          (p - 1) / p * n * in.cost->gamma_us;
 }
 
+bool RingAllreduce::CanRunScaled(DataType dtype) const {
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
+}
+
 Status RingAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
+  return RunWith(comm, args, 1.0);
+}
+
+Status RingAllreduce::RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) {
+  if (postscale != 1.0 && !CanRunScaled(args.dtype)) {
+    return AllreduceAlgorithm::RunScaled(comm, args, postscale);  // the refusal
+  }
+  return RunWith(comm, args, postscale);
+}
+
+Status RingAllreduce::RunWith(Communicator& comm, const AllreduceArgs& args, double postscale) {
   const size_t esize = DataTypeSize(args.dtype);
   char* buf = static_cast<char*>(args.recv);
-  if (args.send != args.recv && args.count) std::memcpy(buf, args.send, args.count * esize);
   const int p = comm.Size();
-  if (p == 1 || args.count == 0) return Status::OK();
+  if (p == 1 || args.count == 0) {
+    return ScaleCopy(buf, args.send, args.count, args.dtype, postscale);
+  }
+  if (args.send != args.recv) std::memcpy(buf, args.send, args.count * esize);
 
   const RingPlan plan(p, args.count, esize, segment_bytes_);
   const size_t rank = comm.Rank();
@@ -120,9 +137,15 @@ Status RingAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
     std::unique_ptr<P2PBatch> following;
     if (overlap && i + 1 < items) KOLO_RETURN_IF_ERROR(start(i + 1, &following));
     if (it.reduce && it.recv_n) {
-      KOLO_RETURN_IF_ERROR(
-          ReduceInto(buf + it.recv_first * esize, slots[i % 2], it.recv_n, args.dtype, args.op)
-              .AddContext(Where(plan, it)));
+      // The last reduce-scatter step finishes the chunk: the postscale goes into that pass,
+      // and the all-gather passes the scaled values on.
+      char* chunk = buf + it.recv_first * esize;
+      const double scale = it.step == static_cast<size_t>(p) - 2 ? postscale : 1.0;
+      const Status reduced =
+          scale == 1.0
+              ? ReduceInto(chunk, slots[i % 2], it.recv_n, args.dtype, args.op)
+              : ReducePairScaled(chunk, chunk, slots[i % 2], it.recv_n, args.dtype, args.op, scale);
+      KOLO_RETURN_IF_ERROR(Status(reduced).AddContext(Where(plan, it)));
     }
     if (!overlap && i + 1 < items) KOLO_RETURN_IF_ERROR(start(i + 1, &following));
     batch = std::move(following);

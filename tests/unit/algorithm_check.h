@@ -14,6 +14,7 @@
 
 #include "collectives/algorithm.h"
 #include "collectives/host/allgatherv.h"
+#include "collectives/reduce.h"
 #include "unit/typed_data.h"
 
 namespace kolo::testing {
@@ -115,6 +116,16 @@ inline CaseResult CheckAllreduceCase(Communicator& comm, AllreduceAlgorithm& alg
   return res;
 }
 
+// Rank `rank`'s element i of random data: splitmix64 of (rank, i) -> [-1, 1), 24 significant
+// bits (exact in float32).
+inline double RandomUnit(int rank, size_t i) {
+  uint64_t z = (static_cast<uint64_t>(rank) << 40) + i + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 40) / double(1 << 23) - 1.0;
+}
+
 // float32 sums of random data: close to the float64 reference, and bitwise the same on every
 // rank (replicas of a model must not drift apart). Returns "" or the failure.
 inline std::string CheckRandomFloat32Sum(Communicator& comm, AllreduceAlgorithm& algo,
@@ -125,13 +136,7 @@ inline std::string CheckRandomFloat32Sum(Communicator& comm, AllreduceAlgorithm&
   in.count = count;
   in.bytes = count * 4;
   if (!algo.Supports(in).ok()) return "";
-  auto value = [](int rank, size_t i) {  // splitmix64 of (rank, i) -> [-1, 1)
-    uint64_t z = (static_cast<uint64_t>(rank) << 40) + i + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return static_cast<float>(static_cast<double>(z >> 40) / double(1 << 23) - 1.0);
-  };
+  auto value = [](int rank, size_t i) { return static_cast<float>(RandomUnit(rank, i)); };
   std::vector<float> data(count);
   for (size_t i = 0; i < count; ++i) data[i] = value(comm.Rank(), i);
   AllreduceArgs args{data.data(), data.data(), count, DataType::kFloat32, ReduceOp::kSum};
@@ -161,6 +166,54 @@ inline std::string CheckRandomFloat32Sum(Communicator& comm, AllreduceAlgorithm&
     if (std::memcmp(all.data(), all.data() + r * count, count * 4) != 0) {
       return name + ": rank " + std::to_string(r) + "'s result differs from rank 0's in bits";
     }
+  }
+  return "";
+}
+
+// RunScaled's contract, for one dtype (float32 or float64), count and factor: where the
+// algorithm offers it (CanRunScaled), the bits of Run and then ScaleCopy by the same factor, on
+// every rank, in place or out of place; elsewhere a factor other than 1 is refused with
+// kUnimplemented (on every rank alike, so nobody waits for an exchange). Sums of random data
+// with exponents spread over 2^-22..1, so the sum's rounding and the scale's both show.
+// Returns "" or the failure.
+inline std::string CheckRunScaled(Communicator& comm, AllreduceAlgorithm& algo, DataType dtype,
+                                  size_t count, bool in_place, double factor) {
+  const size_t es = DataTypeSize(dtype);
+  auto fill = [&](std::vector<char>* buf) {
+    buf->assign(count * es, 0);
+    for (size_t i = 0; i < count; ++i) {
+      const double v = std::ldexp(RandomUnit(comm.Rank(), i), -static_cast<int>(i % 23));
+      if (dtype == DataType::kFloat32) {
+        const float f = static_cast<float>(v);
+        std::memcpy(buf->data() + i * es, &f, es);
+      } else {
+        std::memcpy(buf->data() + i * es, &v, es);
+      }
+    }
+  };
+  const std::string name = std::string(algo.Name()) + " RunScaled " +
+                           std::string(DataTypeName(dtype)) + " count=" + std::to_string(count) +
+                           " by " + std::to_string(factor) + (in_place ? " in place" : "") +
+                           " rank " + std::to_string(comm.Rank()) + "/" +
+                           std::to_string(comm.Size());
+  std::vector<char> input, expected(count * es), got(count * es, 0x5a);
+  fill(&input);
+  Status s = algo.Run(comm, {input.data(), expected.data(), count, dtype, ReduceOp::kSum});
+  if (!s.ok()) return name + ": Run: " + s.ToString();
+  s = ScaleCopy(expected.data(), expected.data(), count, dtype, factor);
+  if (!s.ok()) return name + ": ScaleCopy: " + s.ToString();
+  if (in_place) std::memcpy(got.data(), input.data(), input.size());
+  s = algo.RunScaled(
+      comm, {in_place ? got.data() : input.data(), got.data(), count, dtype, ReduceOp::kSum},
+      factor);
+  if (!algo.CanRunScaled(dtype) && factor != 1.0) {
+    return s.code() == StatusCode::kUnimplemented ? "" : name + ": not refused: " + s.ToString();
+  }
+  if (!s.ok()) return name + ": " + s.ToString();
+  if (std::memcmp(got.data(), expected.data(), got.size()) != 0) {
+    size_t i = 0;
+    while (std::memcmp(got.data() + i * es, expected.data() + i * es, es) == 0) ++i;
+    return name + ": element " + std::to_string(i) + " differs in bits from Run + ScaleCopy";
   }
   return "";
 }

@@ -162,6 +162,37 @@ TEST_P(AllreduceAlgorithmTest, EveryDtypeOpCountMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(All, AllreduceAlgorithmTest, ::testing::ValuesIn(Layouts(true)),
                          [](const auto& info) { return LayoutLabel(info.param); });
 
+// RunScaled on every algorithm and layout (CheckRunScaled): bit for bit Run then ScaleCopy
+// where the algorithm scales in its own pass, a refusal on every rank where it does not.
+class RunScaledTest : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(RunScaledTest, IsRunThenScaleCopyBitForBitOrRefused) {
+  const Layout& l = GetParam();
+  Outcome out;
+  RunOnThreadWorld(l.ranks, l.grouping, [&](Communicator& comm) {
+    auto table = MakeAllreduceAlgorithms();
+    AllreduceAlgorithm* algo = nullptr;
+    for (auto& a : table) {
+      if (a->Name() == l.name) algo = a.get();
+    }
+    ASSERT_NE(algo, nullptr);
+    for (DataType t : {DataType::kFloat32, DataType::kFloat64}) {
+      for (size_t count : {size_t{1}, size_t{5}, size_t{1000}, size_t{65537}}) {
+        for (double factor : {1.0 / l.ranks, 0.5, 1.0}) {
+          for (bool in_place : {false, true}) {
+            const std::string f = CheckRunScaled(comm, *algo, t, count, in_place, factor);
+            if (!f.empty()) out.Fail(f);
+          }
+        }
+      }
+    }
+  });
+  for (const std::string& f : out.failures) ADD_FAILURE() << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, RunScaledTest, ::testing::ValuesIn(Layouts(true)),
+                         [](const auto& info) { return LayoutLabel(info.param); });
+
 // The layouts an algorithm declines (shm on several nodes, hierarchical on one): it says why,
 // and auto selection still finds another algorithm for every dtype and op, so nothing fails.
 TEST(AllreduceAlgorithmDeclines, WithAReasonAndAutoFindsAnother) {

@@ -5,6 +5,7 @@
 #include "collectives/host/shm_allreduce.h"
 #include "collectives/native_allreduce.h"
 #include "fusion/executor.h"
+#include "unit/algorithm_check.h"
 #include "unit/thread_world.h"
 #include "unit/typed_data.h"
 
@@ -100,9 +101,14 @@ TEST(Executor, DirectPathLeavesInputUntouchedWhenOutOfPlace) {
   });
 }
 
-// A shm all-reduce that counts the calls where the executor let it scale the result.
+// A shm all-reduce that counts the calls where the executor let it scale the result, or that
+// (scales = false) tells the executor it cannot, so that the executor scales by itself.
 class ScaleCountingShm : public ShmAllreduce {
  public:
+  explicit ScaleCountingShm(bool scales) : scales_(scales) {}
+  bool CanRunScaled(DataType dtype) const override {
+    return scales_ && ShmAllreduce::CanRunScaled(dtype);
+  }
   Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) override {
     ++scaled;
     factor = postscale;
@@ -110,50 +116,82 @@ class ScaleCountingShm : public ShmAllreduce {
   }
   int scaled = 0;
   double factor = 0;
+
+ private:
+  bool scales_;
 };
 
 // The direct path hands a floating tensor's one scale (Average's 1/size times the postscale) to
 // an algorithm that can apply it in its last pass, and scales by itself otherwise: the same
-// values either way, against the reference from every rank's inputs.
+// bits either way (random data, so the sum and the scale both round), close to the reference
+// from every rank's inputs, in place and out of place.
 TEST(Executor, DirectPathLetsTheAlgorithmApplyTheScaleWhereItCan) {
   const int ranks = 3;
   testing::RunOnThreadWorld(ranks, "1", [&](Communicator& comm) {
     struct Case {
       DataType dtype;
       ReduceOp op;
-      double postscale;
+      double prescale, postscale;
       bool algorithm_scales;
     };
-    for (const Case& c : {Case{DataType::kFloat32, ReduceOp::kAverage, 1.0, true},
-                          Case{DataType::kFloat64, ReduceOp::kAverage, 4.0, true},
-                          Case{DataType::kFloat32, ReduceOp::kSum, 0.5, true},
-                          Case{DataType::kFloat32, ReduceOp::kSum, 1.0, false},
-                          Case{DataType::kInt32, ReduceOp::kAverage, 1.0, false},
-                          Case{DataType::kFloat32, ReduceOp::kMax, 2.0, true}}) {
-      const size_t n = 5000;  // past the one-barrier path's limit: pieces and slices
-      std::vector<char> in = testing::Buffer(c.dtype, n), out = testing::Buffer(c.dtype, n);
-      for (size_t i = 0; i < n; ++i)
-        Store(c.dtype, in.data(), i, Value(c.dtype, c.op, comm.Rank(), i));
-      AllreduceJob job;
-      job.dtype = c.dtype;
-      job.op = c.op;
-      job.postscale = c.postscale;
-      job.tensors = {{in.data(), out.data(), n}};
-      FusionExecutor exec(1 << 20);
-      ScaleCountingShm algo;
-      ASSERT_TRUE(exec.Run(comm, algo, job).ok());
-      const std::string what = std::string(DataTypeName(c.dtype)) + " " +
-                               std::string(ReduceOpName(c.op)) + " postscale " +
-                               std::to_string(c.postscale);
-      EXPECT_EQ(algo.scaled, c.algorithm_scales ? 1 : 0) << what;
-      if (c.algorithm_scales) {
-        const double size_part = c.op == ReduceOp::kAverage ? 1.0 / ranks : 1.0;
-        EXPECT_DOUBLE_EQ(algo.factor, c.postscale * size_part) << what;
-      }
-      for (size_t i = 0; i < n; ++i) {
-        const double want = Reference(c.dtype, c.op, ranks, i, 1.0, c.postscale);
-        const double got = Load(c.dtype, out.data(), i);
-        ASSERT_LE(std::fabs(got - want), Tolerance(c.dtype, want)) << what << " index " << i;
+    for (const Case& c : {Case{DataType::kFloat32, ReduceOp::kAverage, 1.0, 1.0, true},
+                          Case{DataType::kFloat64, ReduceOp::kAverage, 1.0, 4.0, true},
+                          Case{DataType::kFloat32, ReduceOp::kSum, 1.0, 0.5, true},
+                          Case{DataType::kFloat32, ReduceOp::kAverage, 0.25, 6.0, true},
+                          Case{DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0, false},
+                          Case{DataType::kInt32, ReduceOp::kAverage, 1.0, 1.0, false},
+                          Case{DataType::kFloat32, ReduceOp::kMax, 1.0, 2.0, true}}) {
+      // 300000 float32 elements: one 2 MiB piece of three slices and a second, shorter one.
+      const size_t n = 300000;
+      for (bool in_place : {false, true}) {
+        const std::string what = std::string(DataTypeName(c.dtype)) + " " +
+                                 std::string(ReduceOpName(c.op)) + " prescale " +
+                                 std::to_string(c.prescale) + " postscale " +
+                                 std::to_string(c.postscale) + (in_place ? " in place" : "");
+        std::vector<char> outs[2];
+        for (bool scales : {true, false}) {
+          std::vector<char> in = testing::Buffer(c.dtype, n);
+          std::vector<char>& out = outs[scales ? 0 : 1];
+          out = testing::Buffer(c.dtype, n);
+          for (size_t i = 0; i < n; ++i) {
+            const double v = IsFloatingPoint(c.dtype)
+                                 ? testing::RandomUnit(comm.Rank(), i) * (1 + i % 7)
+                                 : Value(c.dtype, c.op, comm.Rank(), i);
+            Store(c.dtype, in.data(), i, v);
+          }
+          if (in_place) out = in;
+          AllreduceJob job;
+          job.dtype = c.dtype;
+          job.op = c.op;
+          job.prescale = c.prescale;
+          job.postscale = c.postscale;
+          job.tensors = {{in_place ? out.data() : in.data(), out.data(), n}};
+          FusionExecutor exec(1 << 20);
+          ScaleCountingShm algo(scales);
+          const Status s = exec.Run(comm, algo, job);
+          ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+          EXPECT_EQ(algo.scaled, scales && c.algorithm_scales ? 1 : 0) << what;
+          if (scales && c.algorithm_scales) {
+            const double size_part = c.op == ReduceOp::kAverage ? 1.0 / ranks : 1.0;
+            EXPECT_EQ(algo.factor, c.postscale * size_part) << what;
+          }
+        }
+        EXPECT_EQ(outs[0], outs[1]) << what << ": scaled by the algorithm or by the executor";
+        for (size_t i = 0; IsInteger(c.dtype) && i < n; ++i) {
+          const double want = Reference(c.dtype, c.op, ranks, i, c.prescale, c.postscale);
+          const double got = Load(c.dtype, outs[0].data(), i);
+          ASSERT_LE(std::fabs(got - want), Tolerance(c.dtype, want)) << what << " index " << i;
+        }
+        for (size_t i = 0; IsFloatingPoint(c.dtype) && i < n; i += 997) {
+          double want = c.op == ReduceOp::kMax ? -1e300 : 0;
+          for (int r = 0; r < ranks; ++r) {
+            const double v = testing::RandomUnit(r, i) * (1 + i % 7) * c.prescale;
+            want = c.op == ReduceOp::kMax ? std::max(want, v) : want + v;
+          }
+          want *= c.postscale / (c.op == ReduceOp::kAverage ? ranks : 1);
+          const double got = Load(c.dtype, outs[0].data(), i);
+          ASSERT_NEAR(got, want, 1e-5 * (1 + std::fabs(want))) << what << " index " << i;
+        }
       }
     }
   });
