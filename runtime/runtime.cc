@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "base/online_cores.h"
 #include "base/precise_timers.h"
 #include "collectives/cuda/device.h"
 #include "collectives/node_context.h"
@@ -151,8 +152,11 @@ void Runtime::FailAll(const Status& status) {
 
 void Runtime::BackgroundLoop() {
   using Clock = std::chrono::steady_clock;
-  // Every wait of this thread on its peers is a short sleep; see base/precise_timers.h.
-  UsePreciseTimersOnThisThread();
+  // Every wait of this thread on its peers is a short sleep; see base/precise_timers.h. Where
+  // this node's ranks outnumber its cores a sleep also hands the core to a peer that needs it,
+  // and there the default, coarser slack stays: 4 ranks on 2 cores looked slower with 1 us
+  // (docs/benchmarks.md, "Oversleeping in the negotiation").
+  if (layout_.local_size <= OnlineCores()) UsePreciseTimersOnThisThread();
   constexpr auto kSettle = std::chrono::microseconds(5);
   // Catching up with the peers: a rank whose cache hits still wait for its peers has nothing
   // new to wake it, yet its peers need it in the next cycle's AND (a collective) as soon as

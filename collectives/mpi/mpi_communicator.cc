@@ -416,16 +416,16 @@ Status MpiCommunicator::WaitPolled(MPI_Request* request) {
   // spinning starves the application's own threads (and its MPI calls). So: spin briefly for
   // the common in-step case, then test at intervals that sleep.
   //
-  // An interval is at most a quarter of the time waited so far (5 us to 200 us), and the
-  // background thread's timer slack is 1 us (base/precise_timers.h), so a peer's arrival is
-  // noticed at most ~25% after it came. A rank that notices late is late in turn for the next
-  // step, where its peer waits for it: with doubling intervals (10 us to 200 us) and the
-  // default 50 us slack, two ranks took turns at oversleeping and ran whole runs of dependent
-  // all-reduces at 2-4x their usual time (docs/benchmarks.md, "Oversleeping in the
-  // negotiation").
+  // Each interval is a quarter of the time waited so far (5 us after the spin, at most 200 us),
+  // and the background thread's timer slack is 1 us (base/precise_timers.h), so each test
+  // comes at most a quarter of the wait (and at most 200 us) after a peer's arrival; a
+  // collective that needs several rounds of tests (libnbc moves only inside MPI_Test) can pay
+  // that once per round. A rank that notices late is late in turn for the next step, where its
+  // peer waits for it: with doubling intervals (10 us to 200 us) and the default 50 us slack,
+  // two ranks took turns at oversleeping and ran whole runs of dependent all-reduces at 2-4x
+  // their usual time (docs/benchmarks.md, "Oversleeping in the negotiation").
   using Clock = std::chrono::steady_clock;
   constexpr auto kSpin = std::chrono::microseconds(20);
-  constexpr auto kMinPause = std::chrono::microseconds(5);
   constexpr auto kMaxPause = std::chrono::microseconds(200);
   const auto start = Clock::now();
   auto next_liveness_check = start + std::chrono::seconds(1);
@@ -446,7 +446,7 @@ Status MpiCommunicator::WaitPolled(MPI_Request* request) {
           CheckProgress(start, "the other ranks of the collective, " + PeersText()));
       next_liveness_check = now + std::chrono::seconds(1);
     }
-    std::this_thread::sleep_for(std::clamp<Clock::duration>(waited / 4, kMinPause, kMaxPause));
+    std::this_thread::sleep_for(std::min<Clock::duration>(waited / 4, kMaxPause));
   }
 }
 
