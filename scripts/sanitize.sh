@@ -93,11 +93,13 @@ stage_address() {
   # The algorithm sweep takes one dtype per element size with Sum (KOLO_ALGO_TEST_CASES=bytes,
   # tests/unit/allreduce_algorithms_test.cc); the kernels' whole dtype x op matrix runs in
   # ReduceIntoTest and ThreadWorld/AllreduceEveryDtypeOp.
-  local sweep='All/AllreduceAlgorithmTest.*'
+  # RunScaledTest, the same layouts, likewise at 1-4 ranks.
+  local sweep='All/AllreduceAlgorithmTest.*' scaled='All/RunScaledTest.*'
   kolo_log "address: unit tests"
   kolo_run env ASAN_OPTIONS="${ASAN_RUNTIME_OPTIONS}" UBSAN_OPTIONS=print_stacktrace=1 \
     KOLO_ALGO_TEST_CASES=bytes "${dir}/tests/kolo_unit_tests" --gtest_brief=1 \
-    --gtest_filter="-*HalfConversion*:${sweep}np5*:${sweep}np6*:${sweep}np7*"
+    --gtest_filter="-*HalfConversion*:${sweep}np5*:${sweep}np6*:${sweep}np7*:${scaled}np5*:\
+${scaled}np6*:${scaled}np7*"
   # Open MPI has no frame pointers: the slow unwinder gives full allocation stacks, so the
   # suppressions see Open MPI's frames in Open MPI's leaks and nothing else is suppressed.
   # Every mpi.*.np2 test but the one with 2 GiB buffers per rank, and the algorithm suite over
@@ -125,7 +127,8 @@ stage_thread() {
   # the 4-rank worlds alone took 100 s of this stage's 260 s of tests (the node groupings of 4
   # ranks stay covered by Groupings/HierarchicalPathsTest). The ASan stage runs it at 1-4 ranks,
   # ctest at 1-7 with every dtype and op.
-  local sweep='All/AllreduceAlgorithmTest.*'
+  # RunScaledTest, the same layouts, likewise at 2 ranks only.
+  local sweep='All/AllreduceAlgorithmTest.*' scaled='All/RunScaledTest.*'
   # libucm (UCX's memory hooks, loaded with the UCX communicator) patches mmap in every process
   # that links it, which collides with TSan's own mmap interceptor: the first thread world then
   # crashes (SIGSEGV). The unit tests use no UCX, so its mmap hook is off here.
@@ -134,7 +137,8 @@ stage_thread() {
     KOLO_ALGO_TEST_CASES=bytes "${dir}/tests/kolo_unit_tests" \
     --gtest_brief=1 \
     --gtest_filter="-*DeathTest.*:*HalfConversion*:${sweep}np1:${sweep}np3*:${sweep}np4*:${sweep}np5*:\
-${sweep}np6*:${sweep}np7*"
+${sweep}np6*:${sweep}np7*:${scaled}np1:${scaled}np3*:${scaled}np4*:${scaled}np5*:${scaled}np6*:\
+${scaled}np7*"
 }
 
 stage_fuzz() {
