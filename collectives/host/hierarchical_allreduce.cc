@@ -82,7 +82,24 @@ HierarchicalAllreduce::CrossChoice HierarchicalAllreduce::ChooseCross(const Sele
   return {nullptr, native_.EstimateMicros(cross)};
 }
 
+bool HierarchicalAllreduce::CanRunScaled(DataType dtype) const {
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
+}
+
 Status HierarchicalAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
+  return RunWith(comm, args, 1.0);
+}
+
+Status HierarchicalAllreduce::RunScaled(Communicator& comm, const AllreduceArgs& args,
+                                        double postscale) {
+  if (postscale != 1.0 && !CanRunScaled(args.dtype)) {
+    return AllreduceAlgorithm::RunScaled(comm, args, postscale);  // the refusal
+  }
+  return RunWith(comm, args, postscale);
+}
+
+Status HierarchicalAllreduce::RunWith(Communicator& comm, const AllreduceArgs& args,
+                                      double postscale) {
   NodeContext* node = comm.node();
   if (!node || !node->local || !node->cross) {
     return FailedPreconditionError("hierarchical all-reduce: the communicator has no node context");
@@ -106,9 +123,19 @@ Status HierarchicalAllreduce::Run(Communicator& comm, const AllreduceArgs& args)
     cross_algo = ChooseCross(SliceInput(top, piece, owners, cross.Size()), owners).algorithm;
     if (!cross_algo) cross_algo = &native_;
   }
+  // Phase 2, and the postscale while the slice is at hand: every element has one owner, so it
+  // is scaled once, and phase 3's copies carry the scaled values.
   const ShmNodeReducer::SliceHook hook = [&](void* data, size_t count, int slice) -> Status {
     AllreduceArgs a{data, data, count, args.dtype, args.op};
-    Status s = cross_algo->Run(cross, a);
+    Status s;
+    if (postscale == 1.0) {
+      s = cross_algo->Run(cross, a);
+    } else if (cross_algo->CanRunScaled(args.dtype)) {
+      s = cross_algo->RunScaled(cross, a, postscale);
+    } else {
+      s = cross_algo->Run(cross, a);
+      if (s.ok()) s = ScaleCopy(data, data, count, args.dtype, postscale);
+    }
     if (!s.ok()) {
       s.AddContext("hierarchical all-reduce: cross-node " + std::string(cross_algo->Name()) +
                    " all-reduce of slice " + std::to_string(slice) + " (node " +
