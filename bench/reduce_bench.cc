@@ -60,6 +60,14 @@ class SimdScope {
   ~SimdScope() { internal::SetSimdEnabledForTesting(true); }
 };
 
+// Every row's figures: `bytes` of tensor data per iteration (bytes_per_second), and `traffic`
+// bytes read plus written per iteration (the `traffic` rate the yardstick rows compare with).
+void Report(benchmark::State& state, size_t bytes, size_t traffic) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["traffic"] = benchmark::Counter(static_cast<double>(traffic),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void ReduceFloat32Sum(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   SimdScope simd(state.range(1) != 0);
@@ -135,9 +143,7 @@ void Memcpy(benchmark::State& state) {
     std::memcpy(dst.data(), src.data(), bytes);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
-  state.counters["traffic"] = benchmark::Counter(static_cast<double>(2 * bytes),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  Report(state, bytes, 2 * bytes);
 }
 
 void AddFloat32Plain(benchmark::State& state) {
@@ -149,9 +155,7 @@ void AddFloat32Plain(benchmark::State& state) {
     for (size_t i = 0; i < n; ++i) pa[i] += pb[i];
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
-  state.counters["traffic"] = benchmark::Counter(static_cast<double>(3 * n * sizeof(float)),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  Report(state, n * sizeof(float), 3 * n * sizeof(float));
 }
 
 // shm's reduction of two operands: what it did (a copy of the first operand, then ReduceInto,
@@ -170,9 +174,7 @@ void PairCopyReduceCopy(benchmark::State& state) {
     std::memcpy(out.data(), result.data(), bytes);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
-  state.counters["traffic"] = benchmark::Counter(static_cast<double>(7 * bytes),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  Report(state, bytes, 7 * bytes);
 }
 
 void PairFloat32Sum(benchmark::State& state) {
@@ -188,9 +190,7 @@ void PairFloat32Sum(benchmark::State& state) {
     }
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
-  state.counters["traffic"] = benchmark::Counter(static_cast<double>(4 * bytes),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  Report(state, bytes, 4 * bytes);
 }
 
 // ReduceInto for one dtype x op: Args {bytes, simd}. Data: ones (Product and Min/Max keep them
@@ -218,9 +218,7 @@ void ReduceKernel(benchmark::State& state, DataType dtype, ReduceOp op) {
     }
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
-  state.counters["traffic"] = benchmark::Counter(static_cast<double>(3 * bytes),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  Report(state, bytes, 3 * bytes);
 }
 
 // Every dtype x op, registered at start-up (names like ReduceKernel/int8/max).

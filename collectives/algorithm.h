@@ -92,18 +92,31 @@ class AllreduceAlgorithm {
 
   // Whether RunScaled can multiply a result of `dtype` by a factor in the algorithm's own last
   // pass over it, saving the caller a pass of its own (Average's 1/size on a large tensor is a
-  // read and a write of all of it).
+  // read and a write of all of it): float32/float64 where the algorithm overrides
+  // RunWithPostscale, which is its whole part of the contract.
   virtual bool CanRunScaled(DataType dtype) const {
-    (void)dtype;
-    return false;
+    return ScalesInItsOwnPass() && IsFloatingPoint(dtype) && !IsHalf(dtype);
   }
   // Run, with the result (every rank's recv) multiplied by `postscale` as ScaleCopy would;
-  // where CanRunScaled says so (kUnimplemented otherwise, unless postscale is 1).
-  virtual Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) {
-    if (postscale != 1.0) {
-      return UnimplementedError(std::string(Name()) + " cannot scale its result");
+  // where CanRunScaled says so (kUnimplemented otherwise, unless postscale is 1). The same
+  // answer on every rank, before anything is exchanged.
+  Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) {
+    if (postscale == 1.0) return Run(comm, args);
+    if (!CanRunScaled(args.dtype)) {
+      return UnimplementedError(std::string(Name()) + " cannot scale a " +
+                                std::string(DataTypeName(args.dtype)) + " result");
     }
-    return Run(comm, args);
+    return RunWithPostscale(comm, args, postscale);
+  }
+
+ protected:
+  // Overridden together: an algorithm that scales in its own last pass says so and does it.
+  virtual bool ScalesInItsOwnPass() const { return false; }
+  virtual Status RunWithPostscale(Communicator& comm, const AllreduceArgs& args, double postscale) {
+    (void)comm;
+    (void)args;
+    (void)postscale;
+    return UnimplementedError(std::string(Name()) + " cannot scale its result");
   }
 };
 

@@ -82,24 +82,12 @@ HierarchicalAllreduce::CrossChoice HierarchicalAllreduce::ChooseCross(const Sele
   return {nullptr, native_.EstimateMicros(cross)};
 }
 
-bool HierarchicalAllreduce::CanRunScaled(DataType dtype) const {
-  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
-}
-
 Status HierarchicalAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
-  return RunWith(comm, args, 1.0);
+  return HierarchicalAllreduce::RunWithPostscale(comm, args, 1.0);  // not a subclass's
 }
 
-Status HierarchicalAllreduce::RunScaled(Communicator& comm, const AllreduceArgs& args,
-                                        double postscale) {
-  if (postscale != 1.0 && !CanRunScaled(args.dtype)) {
-    return AllreduceAlgorithm::RunScaled(comm, args, postscale);  // the refusal
-  }
-  return RunWith(comm, args, postscale);
-}
-
-Status HierarchicalAllreduce::RunWith(Communicator& comm, const AllreduceArgs& args,
-                                      double postscale) {
+Status HierarchicalAllreduce::RunWithPostscale(Communicator& comm, const AllreduceArgs& args,
+                                               double postscale) {
   NodeContext* node = comm.node();
   if (!node || !node->local || !node->cross) {
     return FailedPreconditionError("hierarchical all-reduce: the communicator has no node context");

@@ -64,19 +64,20 @@ class HierarchicalAllreduce : public AllreduceAlgorithm {
   Status Supports(const SelectionInput& in) const override;
   double EstimateMicros(const SelectionInput& in) const override;
   Status Run(Communicator& comm, const AllreduceArgs& args) override;
-  // float32/float64: each owner scales its slice right after phase 2 (the cross-node
-  // algorithm's RunScaled where it has one, else a pass over the slice while it is in cache),
-  // so phase 3 copies scaled values and Average costs no pass over the whole message.
-  bool CanRunScaled(DataType dtype) const override;
-  Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) override;
 
   // Tests: piece size and wait timeout of both paths; the point-to-point path even where the
   // node can share memory. Same on every rank, before the first Run.
   ShmNodeReducer& reducer() { return reducer_; }
   void set_point_to_point(bool on) { force_point_to_point_ = on; }
 
+ protected:
+  // float32/float64: each owner scales its slice right after phase 2 (the cross-node
+  // algorithm's RunScaled where it has one, else a pass over the slice while it is in cache),
+  // so phase 3 copies scaled values and Average costs no pass over the whole message.
+  bool ScalesInItsOwnPass() const override { return true; }
+  Status RunWithPostscale(Communicator& comm, const AllreduceArgs& args, double postscale) override;
+
  private:
-  Status RunWith(Communicator& comm, const AllreduceArgs& args, double postscale);
   static SelectionInput SliceInput(const SelectionInput& top, size_t piece_count, int owners,
                                    int nodes);
   // What phase 2 runs for `cross` (one slice over the cross communicator), and its cost.

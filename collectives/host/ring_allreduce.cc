@@ -80,22 +80,12 @@ double RingAllreduce::EstimateMicros(const SelectionInput& in) const {
          (p - 1) / p * n * in.cost->gamma_us;
 }
 
-bool RingAllreduce::CanRunScaled(DataType dtype) const {
-  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
-}
-
 Status RingAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
-  return RunWith(comm, args, 1.0);
+  return RingAllreduce::RunWithPostscale(comm, args, 1.0);  // not a subclass's
 }
 
-Status RingAllreduce::RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) {
-  if (postscale != 1.0 && !CanRunScaled(args.dtype)) {
-    return AllreduceAlgorithm::RunScaled(comm, args, postscale);  // the refusal
-  }
-  return RunWith(comm, args, postscale);
-}
-
-Status RingAllreduce::RunWith(Communicator& comm, const AllreduceArgs& args, double postscale) {
+Status RingAllreduce::RunWithPostscale(Communicator& comm, const AllreduceArgs& args,
+                                       double postscale) {
   const size_t esize = DataTypeSize(args.dtype);
   char* buf = static_cast<char*>(args.recv);
   const int p = comm.Size();

@@ -39,20 +39,20 @@ class RingAllreduce : public AllreduceAlgorithm {
   Status Supports(const SelectionInput& in) const override;
   double EstimateMicros(const SelectionInput& in) const override;
   Status Run(Communicator& comm, const AllreduceArgs& args) override;
-  // float32/float64: the last reduce-scatter step multiplies each finished chunk (one pass it
-  // makes anyway), so the all-gather hands out scaled values and Average costs no pass of its
-  // own.
-  bool CanRunScaled(DataType dtype) const override;
-  Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) override;
 
   size_t segment_bytes() const { return segment_bytes_; }
   // Test-only: small segments force the many-segment paths on small buffers (as Gloo's
   // maxSegmentSize). Every rank must use the same value. A segment holds at least one element.
   void set_segment_bytes_for_testing(size_t bytes) { segment_bytes_ = bytes; }
 
- private:
-  Status RunWith(Communicator& comm, const AllreduceArgs& args, double postscale);
+ protected:
+  // float32/float64: the last reduce-scatter step multiplies each finished chunk (one pass it
+  // makes anyway), so the all-gather hands out scaled values and Average costs no pass of its
+  // own.
+  bool ScalesInItsOwnPass() const override { return true; }
+  Status RunWithPostscale(Communicator& comm, const AllreduceArgs& args, double postscale) override;
 
+ private:
   size_t segment_bytes_ = kDefaultSegmentBytes;
   std::vector<char> scratch_;  // two receive slots of one segment each
 };

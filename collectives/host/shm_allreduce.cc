@@ -37,22 +37,12 @@ double ShmAllreduce::EstimateMicros(const SelectionInput& in) const {
          2 * pieces * c.sync_us;
 }
 
-bool ShmAllreduce::CanRunScaled(DataType dtype) const {
-  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
-}
-
 Status ShmAllreduce::Run(Communicator& comm, const AllreduceArgs& args) {
-  return RunWith(comm, args, 1.0);
+  return ShmAllreduce::RunWithPostscale(comm, args, 1.0);  // not a subclass's
 }
 
-Status ShmAllreduce::RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) {
-  if (postscale != 1.0 && !CanRunScaled(args.dtype)) {
-    return AllreduceAlgorithm::RunScaled(comm, args, postscale);  // the refusal
-  }
-  return RunWith(comm, args, postscale);
-}
-
-Status ShmAllreduce::RunWith(Communicator& comm, const AllreduceArgs& args, double postscale) {
+Status ShmAllreduce::RunWithPostscale(Communicator& comm, const AllreduceArgs& args,
+                                      double postscale) {
   if (comm.Size() == 1) {
     return ScaleCopy(args.recv, args.send, args.count, args.dtype, postscale);
   }

@@ -57,16 +57,16 @@ class ShmAllreduce : public AllreduceAlgorithm {
   Status Supports(const SelectionInput& in) const override;
   double EstimateMicros(const SelectionInput& in) const override;
   Status Run(Communicator& comm, const AllreduceArgs& args) override;
-  // float32/float64: the owners' last pass (ReducePairScaled) multiplies, so Average costs no
-  // pass of its own.
-  bool CanRunScaled(DataType dtype) const override;
-  Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) override;
 
   ShmNodeReducer& reducer() { return reducer_; }  // tests: piece size, wait timeout
 
- private:
-  Status RunWith(Communicator& comm, const AllreduceArgs& args, double postscale);
+ protected:
+  // float32/float64: the owners' last pass (ReducePairScaled) multiplies, so Average costs no
+  // pass of its own.
+  bool ScalesInItsOwnPass() const override { return true; }
+  Status RunWithPostscale(Communicator& comm, const AllreduceArgs& args, double postscale) override;
 
+ private:
   ShmNodeReducer reducer_;
 };
 

@@ -109,10 +109,11 @@ class ScaleCountingShm : public ShmAllreduce {
   bool CanRunScaled(DataType dtype) const override {
     return scales_ && ShmAllreduce::CanRunScaled(dtype);
   }
-  Status RunScaled(Communicator& comm, const AllreduceArgs& args, double postscale) override {
+  Status RunWithPostscale(Communicator& comm, const AllreduceArgs& args,
+                          double postscale) override {
     ++scaled;
     factor = postscale;
-    return ShmAllreduce::RunScaled(comm, args, postscale);
+    return ShmAllreduce::RunWithPostscale(comm, args, postscale);
   }
   int scaled = 0;
   double factor = 0;
