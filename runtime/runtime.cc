@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 
+#include "base/broken_pipe.h"
 #include "base/logging.h"
 #include "base/online_cores.h"
 #include "base/precise_timers.h"
@@ -157,6 +158,8 @@ void Runtime::BackgroundLoop() {
   // and there the default, coarser slack stays: 4 ranks on 2 cores looked slower with 1 us
   // (docs/benchmarks.md, "Oversleeping in the negotiation").
   if (layout_.local_size <= OnlineCores()) UsePreciseTimersOnThisThread();
+  // A peer's reset connection fails this thread's write instead of killing the process.
+  BlockBrokenPipeOnThisThread();
   constexpr auto kSettle = std::chrono::microseconds(5);
   // Catching up with the peers: a rank whose cache hits still wait for its peers has nothing
   // new to wake it, yet its peers need it in the next cycle's AND (a collective) as soon as

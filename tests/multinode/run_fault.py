@@ -15,8 +15,10 @@ time. Usage: run_fault.py MODE NODES RANKS KOLO_FAULT NETNS_CLUSTER
         UNAVAILABLE naming a peer of its node that gave up first).
 
 Each rank writes its output to a file of its own (mpirun cannot forward a cut-off node's
-output). The cluster is removed at the end, by netns_cluster.sh, on any outcome. Exits 77 when
-namespaces cannot be made here (ctest: skipped, with the reason)."""
+output), and how it ended to another (see WRAPPER): a survivor that died of a signal of its own,
+such as SIGPIPE from a dead peer's reset connection, shows as such. The cluster is removed at
+the end, by netns_cluster.sh, on any outcome. Exits 77 when namespaces cannot be made here
+(ctest: skipped, with the reason)."""
 import os
 import re
 import signal
@@ -27,6 +29,24 @@ import time
 
 CUT_BOUND_S = 15.0
 KILL_BOUND_S = 30.0
+# Each rank's output to a file of its own, and how the rank ended to another ("exit N", or
+# "signal N" as the shell reports a signal: 128 + N). The shell is the launcher's child and
+# shares the rank's process group, which is what Open MPI signals at a teardown: its trap
+# keeps it alive through the SIGTERM until the rank has ended (a trap set to a command is not
+# inherited, so the rank gets the signal as it would without the shell). A SIGKILL to the
+# group ends both, and then no status is written: "no status" says the launcher killed it.
+WRAPPER = ('trap : TERM; "$@" >"$0/rank$OMPI_COMM_WORLD_RANK" 2>&1; s=$?; '
+           'echo "$s" >"$0/status$OMPI_COMM_WORLD_RANK"; '
+           # A rank that died of a signal: the shell dies of the same one, for the launcher.
+           '[ "$s" -gt 128 ] && trap - TERM && kill -$((s - 128)) $$; exit $s')
+
+
+def how_ended(outputs, rank):
+    status = outputs.get("status%d" % rank, "").strip()
+    if not status:
+        return "no status (killed with its shell)"
+    code = int(status)
+    return "signal %d" % (code - 128) if code > 128 else "exit %d" % code
 
 
 def fail(message, outputs=None):
@@ -63,8 +83,7 @@ def main():
                KOLO_STALL_SHUTDOWN_TIME_SECONDS="3")
     with tempfile.TemporaryDirectory() as folder:
         cmd = [cluster, "--name", name, "run", nodes, ranks, "--timeout", "120", "--",
-               "sh", "-c", 'exec "$@" >"$0/rank$OMPI_COMM_WORLD_RANK" 2>&1', folder, binary,
-               "kill" if mode == "kill" else "cut"]
+               "sh", "-c", WRAPPER, folder, binary, "kill" if mode == "kill" else "cut"]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         try:
@@ -88,8 +107,8 @@ def main():
                     torn_down = re.search(r"^kolo: rank %d/%d \(pid \d+ on [^)]*\) terminated by "
                                           r"SIGTERM" % (r, size), text, re.M)
                     if not noticed and not torn_down:
-                        fail("rank %d neither named the lost rank %d nor was torn down"
-                             % (r, last), outputs)
+                        fail("rank %d neither named the lost rank %d nor was torn down (%s)"
+                             % (r, last, how_ended(outputs, r)), outputs)
                 if took > KILL_BOUND_S:
                     fail("the job took %.1f s to end (bound %.0f s)" % (took, KILL_BOUND_S),
                          outputs)
@@ -99,7 +118,7 @@ def main():
                     text = outputs.get("rank%d" % r, "")
                     told = [l for l in text.splitlines()
                             if l.startswith("FAULT-RESULT") or "terminated by SIGTERM" in l]
-                    print("rank %d: %s" % (r, " / ".join(told)))
+                    print("rank %d: %s; %s" % (r, " / ".join(told), how_ended(outputs, r)))
                 return
             # cut: wait until every rank runs its loop, then cut the last node's link.
             deadline = time.monotonic() + 60
@@ -132,7 +151,8 @@ def main():
             print("PASSED: %s, %s ranks on %s nodes: every rank failed within %.1f s of the cut"
                   % (mode, ranks, nodes, took))
             for r in range(size):
-                print("rank %d: %s" % (r, ": ".join(results(outputs["rank%d" % r]))))
+                print("rank %d: %s; %s" % (r, ": ".join(results(outputs["rank%d" % r])),
+                                           how_ended(outputs, r)))
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)  # netns_cluster.sh removes the cluster

@@ -3,9 +3,16 @@
 // known inputs.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -396,6 +403,44 @@ TEST(RuntimeThreadWorld, ShutdownFailsPendingAndLaterOps) {
   auto later = rts[1]->Enqueue(Allreduce("later", v.data(), v.data(), DataType::kFloat32, {4}, ReduceOp::kSum));
   EXPECT_EQ(later.status().code(), StatusCode::kFailedPrecondition);
   rts[1]->Shutdown();
+}
+
+// The threads of this process (ids from /proc/self/task) and whether each blocks `sig`.
+std::map<int, bool> ThreadsBlocking(int sig) {
+  std::map<int, bool> out;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream status(std::string("/proc/self/task/") + e->d_name + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("SigBlk:", 0) != 0) continue;
+      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      out[std::atoi(e->d_name)] = (mask >> (sig - 1)) & 1;
+    }
+  }
+  closedir(dir);
+  return out;
+}
+
+// A peer's reset TCP connection raises SIGPIPE in the thread that writes to it (Open MPI's
+// writev), and SIGPIPE's default action ends the process silently: every thread the runtime
+// starts blocks it (base/broken_pipe.h), so the write fails instead. The test's own threads
+// keep the process's disposition.
+TEST(RuntimeThreadWorld, RuntimeThreadsBlockSigpipe) {
+  const std::map<int, bool> before = ThreadsBlocking(SIGPIPE);
+  ASSERT_FALSE(before.empty()) << "cannot read /proc/self/task";
+  ASSERT_FALSE(before.at(static_cast<int>(syscall(SYS_gettid)))) << "the test thread blocks it";
+  std::vector<std::unique_ptr<Runtime>> rts = testing::StartRuntimes(2, FastConfig());
+  ASSERT_EQ(rts.size(), 2u);
+  int started = 0;
+  for (const auto& [tid, blocked] : ThreadsBlocking(SIGPIPE)) {
+    if (before.count(tid)) continue;
+    ++started;
+    EXPECT_TRUE(blocked) << "thread " << tid << " started with the runtimes does not block SIGPIPE";
+  }
+  EXPECT_GE(started, 2) << "one background thread per runtime";
+  for (auto& rt : rts) rt->Shutdown();
 }
 
 }  // namespace
