@@ -13,7 +13,13 @@
 //    busiest NIC with two half-message edges per phase.
 // TreeNodeEgress counts this from the trees themselves (tree_shapes.h): the largest, over nodes
 // and over the reduce and broadcast phases, sum of the message fractions on the edges leaving
-// one node. TreeLink charges a step that many times the NIC-alone time per byte (RingLink).
+// one node. TreeLink charges a step that many times the NIC-alone time per byte of one flow one
+// way, and inter_duplex more where the node's link carries edges coming in during the same
+// phase (TreeNodeEgressBothWays): the double binary tree's, whose ranks send up one tree while
+// their children send up the other; not the binomial tree's at 2 x 2, whose phases each cross
+// one way. Charging the binomial tree the duplex rate too made its model 8-29% slow once its
+// segments went eagerly (tree_pipeline.h; docs/benchmarks.md, "Tree segments that fit an eager
+// send").
 #ifndef KOLO_COLLECTIVES_HOST_TREE_LINK_H_
 #define KOLO_COLLECTIVES_HOST_TREE_LINK_H_
 
@@ -28,9 +34,14 @@ enum class TreeShape { kBinomial, kDoubleBinary };
 // binomial tree's edge carries 1, a double binary tree's 1/2). 0 when nothing leaves a node.
 double TreeNodeEgress(TreeShape shape, int ranks, int local_size);
 
+// The same, over only the nodes and phases in which edges also come into the node across
+// nodes (its link carries flows both ways at once); 0 when there are none.
+double TreeNodeEgressBothWays(TreeShape shape, int ranks, int local_size);
+
 // The α and β of one pipeline step of `shape` for `in`: intra on one node; across nodes of one
-// size, inter's α and TreeNodeEgress times the NIC-alone β (never below intra's β); across
-// nodes of different sizes, where the placement is not known, the flat link.
+// size, inter's α and the larger of TreeNodeEgress times the one-way NIC-alone β and
+// TreeNodeEgressBothWays times that and inter_duplex (never below intra's β); across nodes of
+// different sizes, where the placement is not known, the flat link.
 LinkCost TreeLink(const SelectionInput& in, TreeShape shape);
 
 }  // namespace kolo

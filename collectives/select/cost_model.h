@@ -59,7 +59,7 @@ struct CostModel {
   // (collectives/ALGORITHMS.md).
   double inter_sharing = 1;
   // How much slower the one flow a node sends across runs while its link also carries a flow
-  // the other way (a ring's step, a pipelined tree's, every exchange): 1 on a full-duplex NIC,
+  // the other way (a ring's step, a double binary tree's, every exchange): 1 on a full-duplex NIC,
   // the link model's assumption. `kolo-bench --calibrate` measures it as a lone pair's swap
   // against its ping-pong: 1.15-1.16 on links shaped by tc (docs/benchmarks.md, "One flow both
   // ways"). The flows that inter_sharing divides already carry it (inter is measured swapping).

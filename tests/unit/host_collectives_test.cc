@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "collectives/host/dbtree_allreduce.h"
 #include "collectives/host/tree_allreduce.h"
 #include "collectives/host/tree_link.h"
+#include "collectives/host/tree_pipeline.h"
 #include "collectives/host/tree_shapes.h"
 #include "unit/algorithm_check.h"
 #include "unit/thread_world.h"
@@ -98,6 +100,52 @@ TEST(TreeLinkTest, TheBusiestNodesShareOfEachSegmentFromTheTreesEdges) {
   EXPECT_EQ(TreeNodeEgress(TreeShape::kDoubleBinary, 2, 1), 0.5);
 }
 
+// The same over the nodes whose link carries tree edges both ways in one phase. Binomial:
+// broadcasting, rank 2^(d-1) receives from rank 0 and sends to its children 2^(d-1) + 2^k for
+// every 2^k >= L, d - log2(L) - 1 edges off its node, while reducing its node sends one edge
+// and receives from the node above; with two nodes (d - log2(L) = 1) each phase crosses one
+// way. Double binary tree at 4 ranks (trees as above): at L = 2 node 0 sends 1 -> 3 and 1 -> 2
+// while 2 -> 1 and 2 -> 0 come in; at L = 1 rank 1 sends to 3 and 2 while 0 and 2 send to it;
+// at 2 ranks each sends its leaf half while receiving the other's.
+TEST(TreeLinkTest, TheBusiestNodesShareAmongNodesWhoseLinkCarriesBothWays) {
+  EXPECT_EQ(TreeNodeEgressBothWays(TreeShape::kBinomial, 4, 4), 0);
+  for (int d = 1; d <= 6; ++d) {
+    for (int log_l = 0; log_l < d; ++log_l) {
+      EXPECT_EQ(TreeNodeEgressBothWays(TreeShape::kBinomial, 1 << d, 1 << log_l),
+                d - log_l >= 2 ? d - log_l - 1 : 0)
+          << (1 << d) << " ranks, " << (1 << log_l) << " per node";
+    }
+  }
+  EXPECT_EQ(TreeNodeEgressBothWays(TreeShape::kDoubleBinary, 4, 2), 1.0);
+  EXPECT_EQ(TreeNodeEgressBothWays(TreeShape::kDoubleBinary, 4, 1), 1.0);
+  EXPECT_EQ(TreeNodeEgressBothWays(TreeShape::kDoubleBinary, 2, 1), 0.5);
+}
+
+// inter_duplex slows a flow whose link carries another the other way: charged to the double
+// binary tree, not to the binomial tree at 2 x 2 (each phase crosses one way), and at 4 x 1 to
+// the binomial tree only where it exceeds the root node's two flows out.
+TEST(TreeLinkTest, DuplexIsChargedOnlyWhereALinkCarriesBothWays) {
+  CostModel cost;
+  cost.inter = {20.0, 1.0 / 100.0};
+  cost.inter_sharing = 2;
+  cost.inter_duplex = 1.5;
+  SelectionInput in;
+  in.cost = &cost;
+  in.ranks = 4, in.nodes = 2, in.min_local_size = in.max_local_size = 2;
+  const double alone = 1.0 / 200.0;
+  EXPECT_DOUBLE_EQ(TreeLink(in, TreeShape::kBinomial).beta_us, alone);
+  EXPECT_DOUBLE_EQ(TreeLink(in, TreeShape::kDoubleBinary).beta_us, alone * 1.5);
+  cost.inter_sharing = 1;
+  in.nodes = 4, in.min_local_size = in.max_local_size = 1;
+  EXPECT_DOUBLE_EQ(TreeLink(in, TreeShape::kBinomial).beta_us, 2 / 100.0);
+  EXPECT_DOUBLE_EQ(TreeLink(in, TreeShape::kDoubleBinary).beta_us, 1.5 / 100.0);
+  cost.inter_duplex = 2.5;  // now the both-ways flow of rank 2's node is the slower
+  EXPECT_DOUBLE_EQ(TreeLink(in, TreeShape::kBinomial).beta_us, 2.5 / 100.0);
+  for (auto shape : {TreeShape::kBinomial, TreeShape::kDoubleBinary}) {
+    EXPECT_EQ(TreeLink(in, shape).alpha_us, 20.0);
+  }
+}
+
 // The estimates charge a step the busiest NIC: inter's alpha and the egress times the NIC-alone
 // beta (inter's beta / inter_sharing), on one node intra as before, and the flat link where
 // nodes differ in size.
@@ -110,7 +158,8 @@ TEST(TreeLinkTest, TreeEstimatesChargeTheBusiestNic) {
   in.count = in.bytes / 4;
   in.cost = &cost;
   const double n = in.bytes, g = cost.gamma_us, a = 20.0, alone = 1.0 / 200.0;
-  const double s_tree = n / (64 << 10), s_db = n / 2 / (64 << 10);
+  const double seg = kTreeSegmentBytes;
+  const double s_tree = std::ceil(n / seg), s_db = std::ceil(n / 2 / seg);
   TreeAllreduce tree;
   DoubleBinaryTreeAllreduce dbtree;
   in.ranks = 4, in.nodes = 2, in.min_local_size = in.max_local_size = 2;  // 2 x 2: one edge
