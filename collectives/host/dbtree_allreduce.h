@@ -31,7 +31,7 @@ namespace kolo {
 
 class DoubleBinaryTreeAllreduce : public AllreduceAlgorithm {
  public:
-  static constexpr size_t kDefaultSegmentBytes = kTreeSegmentBytes;
+  static constexpr size_t kDefaultSegmentBytes = kPipelineSegmentBytes;
   // segment_bytes: a test knob that forces many segments on small buffers.
   explicit DoubleBinaryTreeAllreduce(size_t segment_bytes = kDefaultSegmentBytes)
       : segment_bytes_(segment_bytes) {}

@@ -20,13 +20,14 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "collectives/host/pipeline_segment.h"
 
 namespace kolo {
 
 // `scratch` (two blocks) is grown when needed and kept by the caller across calls.
 Status RingReduceScatter(Communicator& comm, const void* send, void* recv,
                          const std::vector<size_t>& counts, DataType dtype, ReduceOp op,
-                         std::vector<char>* scratch, size_t segment_bytes = 64 << 10);
+                         std::vector<char>* scratch, size_t segment_bytes = kPipelineSegmentBytes);
 
 }  // namespace kolo
 

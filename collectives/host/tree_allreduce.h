@@ -28,7 +28,7 @@ namespace kolo {
 
 class TreeAllreduce : public AllreduceAlgorithm {
  public:
-  static constexpr size_t kDefaultSegmentBytes = kTreeSegmentBytes;
+  static constexpr size_t kDefaultSegmentBytes = kPipelineSegmentBytes;
   // segment_bytes: a test knob (Gloo's max segment size) that forces many segments on small
   // buffers; production uses the default.
   explicit TreeAllreduce(size_t segment_bytes = kDefaultSegmentBytes)

@@ -18,7 +18,7 @@
 // phase (TreeNodeEgressBothWays): the double binary tree's, whose ranks send up one tree while
 // their children send up the other; not the binomial tree's at 2 x 2, whose phases each cross
 // one way. Charging the binomial tree the duplex rate too made its model 8-29% slow once its
-// segments went eagerly (tree_pipeline.h; docs/benchmarks.md, "Tree segments that fit an eager
+// segments went eagerly (pipeline_segment.h; docs/benchmarks.md, "Tree segments that fit an eager
 // send").
 #ifndef KOLO_COLLECTIVES_HOST_TREE_LINK_H_
 #define KOLO_COLLECTIVES_HOST_TREE_LINK_H_

@@ -22,19 +22,10 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
+#include "collectives/host/pipeline_segment.h"
 #include "collectives/host/tree_shapes.h"
 
 namespace kolo {
-
-// The tree all-reduces' segment: 64 KiB less 256 bytes, so that a segment and its headers fit
-// Open MPI's TCP eager limit (btl_tcp_eager_limit, 65536 bytes with the point-to-point header).
-// A segment of exactly 64 KiB went by the rendezvous protocol instead: all but its last few
-// bytes at once, those only after the receiver's answer, a round trip per segment that waits
-// behind whatever the link's queue holds. 4 nodes x 1 rank over 1 Gbit/s links, 16 MiB: the
-// double binary tree took 282-289 ms (model 287) against 300-425, the binomial tree 548-549
-// against 580-671 (docs/benchmarks.md, "Tree segments that fit an eager send"). On one host
-// (shared memory, single copy above 4 KiB) the two sizes measured alike.
-constexpr size_t kTreeSegmentBytes = (size_t{64} << 10) - 256;
 
 struct TreePiece {
   size_t offset = 0;  // elements

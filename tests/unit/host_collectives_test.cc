@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "collectives/host/dbtree_allreduce.h"
+#include "collectives/host/pipeline_segment.h"
 #include "collectives/host/tree_allreduce.h"
 #include "collectives/host/tree_link.h"
-#include "collectives/host/tree_pipeline.h"
 #include "collectives/host/tree_shapes.h"
 #include "unit/algorithm_check.h"
 #include "unit/thread_world.h"
@@ -158,7 +158,7 @@ TEST(TreeLinkTest, TreeEstimatesChargeTheBusiestNic) {
   in.count = in.bytes / 4;
   in.cost = &cost;
   const double n = in.bytes, g = cost.gamma_us, a = 20.0, alone = 1.0 / 200.0;
-  const double seg = kTreeSegmentBytes;
+  const double seg = kPipelineSegmentBytes;
   const double s_tree = std::ceil(n / seg), s_db = std::ceil(n / 2 / seg);
   TreeAllreduce tree;
   DoubleBinaryTreeAllreduce dbtree;
@@ -313,7 +313,7 @@ TEST(HostReduceScatterTest, EveryDtypeOpMatchesReference) {
         std::vector<size_t> counts(p), zeros(p, 0), big(p);
         for (int q = 0; q < p; ++q) {
           counts[q] = static_cast<size_t>((q * 5 + 3) % 7);  // 3, 1, 6, 4, 2, 0, 5
-          big[q] = q == 1 ? 0 : 20000 + 3 * q;               // several 64 KiB segments
+          big[q] = q == 1 ? 0 : 20000 + 3 * q;               // several segments
         }
         for (DataType t : AllAlgorithmDtypes()) {
           for (ReduceOp op : KernelOps()) CheckReduceScatter(comm, algo, t, op, counts, &scratch);
