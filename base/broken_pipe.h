@@ -11,23 +11,36 @@
 // survivor does. The signal stays pending in that thread, which never unblocks it. kolo's own
 // sockets pass MSG_NOSIGNAL (runtime/world).
 //
-// Only kolo's threads are changed: the runtime's background thread, which makes the MPI calls
-// of every operation, blocks it for itself and for the threads it starts (they inherit it).
-// The application's threads keep their disposition (Python ignores SIGPIPE already).
+// Only kolo's threads are changed: the runtime starts its background thread, which makes the
+// MPI calls of every operation, with SIGPIPE blocked from its first instruction (the threads it
+// starts inherit that). The application's threads keep their disposition (Python ignores
+// SIGPIPE already); MPI calls made on them (kolo_init's start of MPI, MPI_Finalize at exit) are
+// not covered.
 #ifndef KOLO_BASE_BROKEN_PIPE_H_
 #define KOLO_BASE_BROKEN_PIPE_H_
 
 #include <pthread.h>
 #include <signal.h>
 
+#include <thread>
+#include <utility>
+
 namespace kolo {
 
-// Blocks SIGPIPE in the calling thread. Returns whether it did.
-inline bool BlockBrokenPipeOnThisThread() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGPIPE);
-  return pthread_sigmask(SIG_BLOCK, &set, nullptr) == 0;
+// Starts std::thread(f) with SIGPIPE blocked in the new thread from the start: a thread
+// inherits its creator's signal mask, so the calling thread blocks SIGPIPE while it creates the
+// thread and then restores its own mask.
+template <typename F>
+std::thread StartThreadBlockingBrokenPipe(F&& f) {
+  sigset_t blocked, old;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &blocked, &old);
+  struct Restore {
+    sigset_t mask;
+    ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{old};
+  return std::thread(std::forward<F>(f));
 }
 
 }  // namespace kolo

@@ -410,12 +410,14 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
       // the ping-pong's rate gives (2.63-2.78 in three runs, with `put`; 2.09-2.33 without),
       // and the capped value left recursive doubling, Rabenseifner and hierarchical's
       // cross-node step 1.5x faster in the model than measured (docs/benchmarks.md, "Across
-      // nodes"). The ring's and the trees' one flow per node get the lone pair's swap rate:
-      // inter / inter_sharing x inter_duplex (RingLink).
+      // nodes"). The ring's one flow per node gets the lone pair's swap rate,
+      // inter / inter_sharing x inter_duplex (RingLink); a tree's only where its node's link
+      // carries edges both ways in a phase (TreeLink), else the ping-pong's, inter /
+      // inter_sharing.
       const Buffer back(world, size_t{2} << 20, "the swap buffer");
       const PingPong all = MeasurePingPongs(world, *comm, pairs, options.repeats, wire, &back);
       // And rank 0's pair swapping alone: one flow each way on the link, as a ring's or a
-      // pipelined tree's step loads it (inter_duplex). With one rank per node that is `all`.
+      // double binary tree's step loads it (inter_duplex). With one rank per node that is `all`.
       const PingPong lone = pairs.size() == 1 ? all
                                               : MeasurePingPongs(world, *comm, {pairs.front()},
                                                                  options.repeats, wire, &back);

@@ -109,7 +109,9 @@ Status Runtime::Start() {
     if (node->cross) node->cross->set_progress_check(progress);
   }
   running_ = true;
-  thread_ = std::thread([this] { BackgroundLoop(); });
+  // Born with SIGPIPE blocked: a peer's reset connection fails its write instead of killing
+  // the process (base/broken_pipe.h).
+  thread_ = StartThreadBlockingBrokenPipe([this] { BackgroundLoop(); });
   return Status::OK();
 }
 
@@ -158,8 +160,6 @@ void Runtime::BackgroundLoop() {
   // and there the default, coarser slack stays: 4 ranks on 2 cores looked slower with 1 us
   // (docs/benchmarks.md, "Oversleeping in the negotiation").
   if (layout_.local_size <= OnlineCores()) UsePreciseTimersOnThisThread();
-  // A peer's reset connection fails this thread's write instead of killing the process.
-  BlockBrokenPipeOnThisThread();
   constexpr auto kSettle = std::chrono::microseconds(5);
   // Catching up with the peers: a rank whose cache hits still wait for its peers has nothing
   // new to wake it, yet its peers need it in the next cycle's AND (a collective) as soon as

@@ -22,6 +22,7 @@
 #define KOLO_COLLECTIVES_HOST_TREE_ALLREDUCE_H_
 
 #include "collectives/algorithm.h"
+#include "collectives/host/pipeline_segment.h"
 #include "collectives/host/tree_pipeline.h"
 
 namespace kolo {

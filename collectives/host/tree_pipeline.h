@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
-#include "collectives/host/pipeline_segment.h"
 #include "collectives/host/tree_shapes.h"
 
 namespace kolo {

@@ -34,19 +34,22 @@ KILL_BOUND_S = 30.0
 # shares the rank's process group, which is what Open MPI signals at a teardown: its trap
 # keeps it alive through the SIGTERM until the rank has ended (a trap set to a command is not
 # inherited, so the rank gets the signal as it would without the shell). A SIGKILL to the
-# group ends both, and then no status is written: "no status" says the launcher killed it.
+# group ends both, and then no status is written: "no status" says the launcher killed it (or,
+# in cut mode, that the rank still runs). A rank that died of a signal (status 129-192): the
+# shell dies of the same one, for the launcher, without a core dump of its own that could
+# replace the rank's.
 WRAPPER = ('trap : TERM; "$@" >"$0/rank$OMPI_COMM_WORLD_RANK" 2>&1; s=$?; '
            'echo "$s" >"$0/status$OMPI_COMM_WORLD_RANK"; '
-           # A rank that died of a signal: the shell dies of the same one, for the launcher.
-           '[ "$s" -gt 128 ] && trap - TERM && kill -$((s - 128)) $$; exit $s')
+           'if [ "$s" -gt 128 ] && [ "$s" -le 192 ]; then '
+           'trap - TERM; ulimit -c 0; kill -$((s - 128)) $$; fi; exit $s')
 
 
 def how_ended(outputs, rank):
     status = outputs.get("status%d" % rank, "").strip()
     if not status:
-        return "no status (killed with its shell)"
+        return "no status (killed with its shell, or still running)"
     code = int(status)
-    return "signal %d" % (code - 128) if code > 128 else "exit %d" % code
+    return "signal %d" % (code - 128) if 128 < code <= 192 else "exit %d" % code
 
 
 def fail(message, outputs=None):

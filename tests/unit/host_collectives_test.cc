@@ -102,11 +102,11 @@ TEST(TreeLinkTest, TheBusiestNodesShareOfEachSegmentFromTheTreesEdges) {
 
 // The same over the nodes whose link carries tree edges both ways in one phase. Binomial:
 // broadcasting, rank 2^(d-1) receives from rank 0 and sends to its children 2^(d-1) + 2^k for
-// every 2^k >= L, d - log2(L) - 1 edges off its node, while reducing its node sends one edge
-// and receives from the node above; with two nodes (d - log2(L) = 1) each phase crosses one
-// way. Double binary tree at 4 ranks (trees as above): at L = 2 node 0 sends 1 -> 3 and 1 -> 2
-// while 2 -> 1 and 2 -> 0 come in; at L = 1 rank 1 sends to 3 and 2 while 0 and 2 send to it;
-// at 2 ranks each sends its leaf half while receiving the other's.
+// every 2^k >= L, d - log2(L) - 1 edges off its node; while reducing, a node sends one edge up
+// and receives from the nodes of its children (below it), at most that many; with two nodes
+// (d - log2(L) = 1) each phase crosses one way. Double binary tree at 4 ranks (trees as above): at
+// L = 2 node 0 sends 1 -> 3 and 1 -> 2 while 2 -> 1 and 2 -> 0 come in; at L = 1 rank 1 sends to 3
+// and 2 while 0 and 2 send to it; at 2 ranks each sends its leaf half while receiving the other's.
 TEST(TreeLinkTest, TheBusiestNodesShareAmongNodesWhoseLinkCarriesBothWays) {
   EXPECT_EQ(TreeNodeEgressBothWays(TreeShape::kBinomial, 4, 4), 0);
   for (int d = 1; d <= 6; ++d) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -425,22 +427,30 @@ std::map<int, bool> ThreadsBlocking(int sig) {
 
 // A peer's reset TCP connection raises SIGPIPE in the thread that writes to it (Open MPI's
 // writev), and SIGPIPE's default action ends the process silently: every thread the runtime
-// starts blocks it (base/broken_pipe.h), so the write fails instead. The test's own threads
-// keep the process's disposition.
+// starts blocks it from its start (base/broken_pipe.h), so the write fails instead. The thread
+// that starts the runtime keeps its own mask.
 TEST(RuntimeThreadWorld, RuntimeThreadsBlockSigpipe) {
+  // The runtimes' threads must block it themselves: their creator, this thread, does not.
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  ASSERT_EQ(pthread_sigmask(SIG_UNBLOCK, &pipe_only, &old), 0);
+  const int self = static_cast<int>(syscall(SYS_gettid));
   const std::map<int, bool> before = ThreadsBlocking(SIGPIPE);
   ASSERT_FALSE(before.empty()) << "cannot read /proc/self/task";
-  ASSERT_FALSE(before.at(static_cast<int>(syscall(SYS_gettid)))) << "the test thread blocks it";
   std::vector<std::unique_ptr<Runtime>> rts = testing::StartRuntimes(2, FastConfig());
   ASSERT_EQ(rts.size(), 2u);
   int started = 0;
-  for (const auto& [tid, blocked] : ThreadsBlocking(SIGPIPE)) {
+  const std::map<int, bool> after = ThreadsBlocking(SIGPIPE);
+  for (const auto& [tid, blocked] : after) {
     if (before.count(tid)) continue;
     ++started;
     EXPECT_TRUE(blocked) << "thread " << tid << " started with the runtimes does not block SIGPIPE";
   }
   EXPECT_GE(started, 2) << "one background thread per runtime";
+  EXPECT_FALSE(after.at(self)) << "starting the runtimes left SIGPIPE blocked in their creator";
   for (auto& rt : rts) rt->Shutdown();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 }  // namespace
