@@ -81,9 +81,9 @@ LinkCost TreeLink(const SelectionInput& in, TreeShape shape) {
   }
   // One flow alone on its NIC, one way: inter is measured with every rank of a node crossing.
   const double alone = in.cost->inter.beta_us / std::max(1.0, in.cost->inter_sharing);
-  const double one_way = TreeNodeEgress(shape, in.ranks, local) * alone;
-  const double both_ways =
-      TreeNodeEgressBothWays(shape, in.ranks, local) * alone * std::max(1.0, in.cost->inter_duplex);
+  const Egress egress = CountedEgress(shape, in.ranks, local);  // one lookup for both counts
+  const double one_way = egress.any * alone;
+  const double both_ways = egress.both_ways * alone * std::max(1.0, in.cost->inter_duplex);
   return {in.cost->inter.alpha_us, std::max({one_way, both_ways, in.cost->intra.beta_us})};
 }
 
