@@ -122,7 +122,7 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
       ->capture_default_str();
   app.add_option("--paths", f.paths,
                  "comma list; sweep: mpi,kolo (default both); --model: "
-                 "kolo,mpi-per-tensor,mpi-fused, with --device cuda kolo,nccl-per-tensor,"
+                 "kolo,mpi-per-tensor,mpi-fused,memcpy, with --device cuda kolo,nccl-per-tensor,"
                  "nccl-fused (default all)");
   std::string model_help = "replay a model's gradients:";
   for (const std::string& m : ModelNames()) model_help += " " + m;

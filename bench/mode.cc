@@ -18,7 +18,7 @@ std::vector<std::string> SplitCommas(const std::string& text) {
 std::vector<std::string> KnownPaths(bool replay, bool on_device) {
   if (replay) {
     return on_device ? std::vector<std::string>{"kolo", "nccl-per-tensor", "nccl-fused"}
-                     : std::vector<std::string>{"kolo", "mpi-per-tensor", "mpi-fused"};
+                     : std::vector<std::string>{"kolo", "mpi-per-tensor", "mpi-fused", "memcpy"};
   }
   return on_device ? std::vector<std::string>{"nccl", "kolo"}
                    : std::vector<std::string>{"mpi", "kolo"};

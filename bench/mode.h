@@ -2,7 +2,8 @@
 // any MPI or GPU work starts, so a bad combination is a clear usage error (exit 2) on every
 // machine, with or without a GPU:
 //
-//   --device host            sweep: paths mpi,kolo      --model: kolo,mpi-per-tensor,mpi-fused
+//   --device host            sweep: paths mpi,kolo      --model: kolo,mpi-per-tensor,mpi-fused,
+//                                                                memcpy
 //   --device cuda            sweep: paths nccl,kolo     --model: kolo,nccl-per-tensor,nccl-fused
 //
 // On the device the sweep's paths are fixed (both always run; --paths is refused); --negotiation

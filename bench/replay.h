@@ -8,6 +8,9 @@
 //   mpi-per-tensor  one blocking MPI_Allreduce per tensor, in the same order
 //   mpi-fused       pack every tensor into one buffer (memcpy), one in-place MPI_Allreduce,
 //                   unpack (memcpy): Horovod's fusion done by hand, copies included
+//   memcpy          no all-reduce: every tensor copied from its input into an output of its
+//                   own, on every rank at once. Any out-of-place all-reduce reads each input
+//                   and writes each output at least once, so this is the set's memory floor
 //
 // Paths are interleaved step by step, rotating which goes first; each step is timed between a
 // barrier and the last completion on this rank, and the step time is the max over ranks. The
@@ -34,7 +37,7 @@ struct ReplayOptions {
   bool check = true;
   const DtypeInfo* dtype = nullptr;
   const OpInfo* op = nullptr;
-  std::vector<std::string> paths;  // "kolo", "mpi-per-tensor", "mpi-fused"
+  std::vector<std::string> paths;  // "kolo", "mpi-per-tensor", "mpi-fused", "memcpy"
 };
 
 void RunReplay(const World& world, const MpiAllreducer& mpi, const ModelLayout& model,

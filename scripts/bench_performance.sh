@@ -9,7 +9,8 @@
 #      total per run, and the worst run over the median run;
 #   3. a step's gradients of ResNet-50 and BERT-base (`kolo-bench --model`, path kolo: every
 #      tensor submitted at once, then all waited for), median step of the run, with Sum and
-#      with Average (Horovod's default, what its DistributedOptimizer asks for).
+#      with Average (Horovod's default, what its DistributedOptimizer asks for), and its time
+#      over the memory floor measured beside it (path memcpy: every tensor copied once).
 # Every all-reduce's output is checked (kolo-bench -c 1, the Python script's own check).
 # Each round's all-reduce comparison runs between two readings of kolo-core-probe
 # (bench/core_probe.cc): a round where either reading handed a cache line between the cores in
@@ -69,7 +70,7 @@ for ((r = 1; r <= runs; ++r)); do
   for model in resnet50 bert-base; do
     for op in sum avg; do
       run "${out}/${model}-${op}-${r}.txt" "${np[@]}" "${bench}" --model "${model}" \
-        --paths kolo -o "${op}" -n 10 -w 3 -c 1 --json "${out}/${model}-${op}-${r}.json"
+        --paths kolo,memcpy -o "${op}" -n 10 -w 3 -c 1 --json "${out}/${model}-${op}-${r}.json"
     done
   done
 done
@@ -123,13 +124,17 @@ for r in range(1, runs + 1):
 med = statistics.median(totals)
 print("\n## 200 dependent all-reduces of 1 KiB, 2 ranks: total ms per run")
 print("min / median / max %s; worst over median %.2f" % (mmm(totals, "%.1f"), max(totals) / med))
-print("\n## gradient sets, 2 ranks: median step ms per run")
+print("\n## gradient sets, 2 ranks: median step ms per run, and over the memory floor "
+      "(every tensor copied once on every rank at once, the same run)")
 for model in ("resnet50", "bert-base"):
     for op, label in (("sum", "Sum"), ("avg", "Average")):
-        steps = []
+        steps, floors = [], []
         for r in range(1, runs + 1):
-            for row in rows("%s/%s-%s-%d.json" % (out, model, op, r)):
-                if row.get("record") == "row" and row.get("path") == "kolo":
-                    steps.append(row["time_us"] / 1e3)
-        print("%s, %s: min / median / max %s" % (model, label, mmm(steps, "%.1f")))
+            by_path = {row.get("path"): row["time_us"] / 1e3
+                       for row in rows("%s/%s-%s-%d.json" % (out, model, op, r))
+                       if row.get("record") == "row"}
+            steps.append(by_path["kolo"])
+            floors.append(by_path["kolo"] / by_path["memcpy"])
+        print("%s, %s: min / median / max %s ms; over memcpy %s" % (
+            model, label, mmm(steps, "%.1f"), mmm(floors)))
 PY

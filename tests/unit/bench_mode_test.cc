@@ -37,7 +37,8 @@ TEST(BenchMode, HostModesKeepTheirPaths) {
   Mode mode;
   ASSERT_EQ(ChooseMode(Flags("host", "bert-base"), &mode), "");
   EXPECT_FALSE(mode.on_device);
-  EXPECT_EQ(mode.paths, (std::vector<std::string>{"kolo", "mpi-per-tensor", "mpi-fused"}));
+  EXPECT_EQ(mode.paths,
+            (std::vector<std::string>{"kolo", "mpi-per-tensor", "mpi-fused", "memcpy"}));
   ASSERT_EQ(ChooseMode(Flags("host", ""), &mode), "");
   EXPECT_FALSE(mode.replay);
   EXPECT_EQ(mode.paths, (std::vector<std::string>{"mpi", "kolo"}));
