@@ -9,11 +9,15 @@
 //                   bytes a shared-memory all-reduce moves between cores (median of 15 reads)
 //   local_read_gbs  the same read right after the reading thread wrote the buffer itself: the
 //                   baseline the cross-core read is held against
+//   handoff_plain_gbs, handoff_streamed_gbs
+//                   1 MiB handed over in lock-step, written with memcpy or with StreamCopy
+//                   (streaming stores), then copied out by the other CPU: the shm all-reduce's
+//                   slots. In the slow state plain falls to ~2 GB/s and streamed keeps ~10
 // On a VM whose two vCPUs sometimes sit behind separate last-level caches (AMD EPYC: one L3 per
 // CCD) pingpong_ns jumps from ~30-50 to ~200-240 and cross_read_gbs falls to a third of
 // local_read_gbs; scripts/bench_performance.sh labels each of its rounds with this.
 //
-// Prints one line of "name value" pairs (and with --json, one JSON object). Runs ~0.1 s.
+// Prints one line of "name value" pairs (and with --json, one JSON object). Runs ~0.2 s.
 #include <pthread.h>
 #include <sched.h>
 
@@ -25,6 +29,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "collectives/host/stream_copy.h"
 
 namespace {
 
@@ -112,6 +118,41 @@ void ReadRates(int cpu_a, int cpu_b, double* cross_gbs, double* local_gbs) {
   *local_gbs = Median(local);
 }
 
+// GB/s of handing 1 MiB over and over from one CPU to the other in lock-step, as the shm
+// all-reduce's slots are: the writer fills a buffer the reader copied out in the round before,
+// then the reader copies it out. `streamed`: the writer uses StreamCopy (what kolo's shm does
+// in the slow state; collectives/host/stream_copy.h), else memcpy.
+double HandoffGbs(int cpu_a, int cpu_b, bool streamed) {
+  constexpr size_t kBytes = 1 << 20;
+  constexpr int kRounds = 100;
+  std::vector<char> src(kBytes, 1), slot(kBytes, 2), dst(kBytes, 3);
+  std::atomic<int> turn{0};
+  std::thread reader([&] {
+    Pin(cpu_b);
+    for (int r = 0; r < kRounds; ++r) {
+      while (turn.load(std::memory_order_acquire) != 2 * r + 1) {
+      }
+      std::memcpy(dst.data(), slot.data(), kBytes);
+      turn.store(2 * r + 2, std::memory_order_release);
+    }
+  });
+  Pin(cpu_a);
+  const auto start = Clock::now();
+  for (int r = 0; r < kRounds; ++r) {
+    if (streamed) {
+      kolo::StreamCopy(slot.data(), src.data(), kBytes);
+    } else {
+      std::memcpy(slot.data(), src.data(), kBytes);
+    }
+    turn.store(2 * r + 1, std::memory_order_release);
+    while (turn.load(std::memory_order_acquire) != 2 * r + 2) {
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  reader.join();
+  return static_cast<double>(kBytes) * kRounds / seconds / 1e9;
+}
+
 int Usage(const char* argv0) {
   std::fprintf(stderr, "usage: %s [--cpus A,B] [--json]\n", argv0);
   return 2;
@@ -163,14 +204,19 @@ int main(int argc, char** argv) {
   const double pingpong_ns = PingPongNs(cpus[0], cpus[1]);
   double cross_gbs = 0, local_gbs = 0;
   ReadRates(cpus[0], cpus[1], &cross_gbs, &local_gbs);
+  const double plain_gbs = HandoffGbs(cpus[0], cpus[1], false);
+  const double streamed_gbs = HandoffGbs(cpus[0], cpus[1], true);
   if (json) {
     std::printf(
         "{\"cpus\": [%d, %d], \"pingpong_ns\": %.1f, \"cross_read_gbs\": %.1f, "
-        "\"local_read_gbs\": %.1f}\n",
-        cpus[0], cpus[1], pingpong_ns, cross_gbs, local_gbs);
+        "\"local_read_gbs\": %.1f, \"handoff_plain_gbs\": %.1f, \"handoff_streamed_gbs\": "
+        "%.1f}\n",
+        cpus[0], cpus[1], pingpong_ns, cross_gbs, local_gbs, plain_gbs, streamed_gbs);
   } else {
-    std::printf("cpus %d,%d pingpong_ns %.1f cross_read_gbs %.1f local_read_gbs %.1f\n", cpus[0],
-                cpus[1], pingpong_ns, cross_gbs, local_gbs);
+    std::printf(
+        "cpus %d,%d pingpong_ns %.1f cross_read_gbs %.1f local_read_gbs %.1f "
+        "handoff_plain_gbs %.1f handoff_streamed_gbs %.1f\n",
+        cpus[0], cpus[1], pingpong_ns, cross_gbs, local_gbs, plain_gbs, streamed_gbs);
   }
   return 0;
 }

@@ -25,6 +25,14 @@
 // then sched_yield (ranks may outnumber cores); a peer that never arrives ends the wait with
 // kUnavailable naming it after 60 s, and the failing rank raises a flag so the others stop too.
 //
+// Stores into the slots and results are plain, or streamed (StreamCopy: past the cache, into
+// memory) while the cores hand cache lines over slowly, as they do when the host places them
+// behind separate last-level caches: there every line a plain store takes from, or leaves
+// for, the other core is a round trip between the caches, and plain stores run the whole
+// all-reduce 4x slower. Streamed, the owner's last pass goes into its output alone and is
+// streamed from there into its result. Each rank decides alone, from a ping-pong with a peer
+// every 32 barriers (handover_watch.h); the bits do not depend on it.
+//
 // Bytes moved per rank, message n: copy in n(p-1)/p each way; the reduction's p-1 passes read
 // 2n(p-1)/p and write n (ReducePair: the first pass combines the first two operands with no
 // copy of the first, the last stores into the result and the output at once); copy out

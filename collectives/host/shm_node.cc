@@ -16,6 +16,7 @@
 
 #include "base/online_cores.h"
 #include "collectives/host/node_pieces.h"
+#include "collectives/host/stream_copy.h"
 #include "collectives/reduce.h"
 
 namespace kolo {
@@ -27,7 +28,8 @@ constexpr size_t kArrivedOffset = 0;
 constexpr uint64_t kYieldsBeforeSleep = 100;
 constexpr uint64_t kMaxSleepMicros = 50;
 constexpr size_t kFailedOffset = 64;
-constexpr size_t kSlotOffset = 128;
+constexpr size_t kProbeOffset = 128;
+constexpr size_t kSlotOffset = 192;
 // Polls of a peer's counter before yielding the core (see StateFor). Measured, 2 ranks on 2
 // cores, one-barrier path at 16 B: 0 polls 0.38 us, 64-4096 polls 0.15-0.17 us (MPI 0.27);
 // 4 ranks on 2 cores, two-barrier path: 64 polls (with pause) 15.8 us, 2 polls 5.2 us.
@@ -63,6 +65,7 @@ struct ShmNodeReducer::State {
   size_t small_slot = 0;    // the small path's limit, rounded up to 64
   uint64_t spin_polls = 64;  // polls before the first sched_yield
   uint64_t seq = 0;  // barriers passed on this communicator
+  HandoverWatch watch;
   Status broken;     // once a wait failed the counters disagree: refuse later calls
   char* Slot(int r) const { return static_cast<char*>(segment->Region(r)) + kSlotOffset; }
   char* Result(int r) const { return static_cast<char*>(segment->Region(r)) + result_offset; }
@@ -105,6 +108,11 @@ StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, i
   // before yielding saves the system call. With more ranks than cores, the peer we wait for
   // may need this very core, so yield early.
   s->spin_polls = OnlineCores() >= s->size ? kSpinPollsOwnCore : kSpinPollsShared;
+  // Probing takes a peer that answers at once: only where every rank has a core.
+  s->watch = HandoverWatch(s->size, OnlineCores() >= s->size ? stream_mode_
+                                    : stream_mode_ == HandoverWatch::Mode::kAuto
+                                        ? HandoverWatch::Mode::kPlain
+                                        : stream_mode_);
   auto segment = local.AllocateShared(s->small_offset + 2 * s->small_slot);
   if (!segment.ok()) {
     Status st = segment.status();
@@ -122,7 +130,7 @@ StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, i
 // polls: a peer that reported a failure, or that has not arrived within the wait timeout, ends
 // the wait with kUnavailable naming it, and this rank reports its own failure in turn so that
 // nobody else waits out the timeout.
-Status ShmNodeReducer::Barrier(State& s, const char* phase) {
+Status ShmNodeReducer::Barrier(State& s, const char* phase, bool watch) {
   using Clock = std::chrono::steady_clock;
   const uint64_t target = ++s.seq;
   Counter(s.segment->Region(s.rank), kArrivedOffset)->store(target, std::memory_order_release);
@@ -180,7 +188,52 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
       }
     }
   }
+  if (watch) {
+    const int peer = s.watch.ProbePeer(s.rank, target);
+    if (peer >= 0) s.watch.Add(peer, ProbeHandover(s, peer, target));
+  }
   return Status::OK();
+}
+
+// Half a round trip of one cache line between this rank and `peer`, averaged over
+// kRoundTrips - 1 (the lower rank pings, the other answers; each times from the end of the
+// first round trip to the end of the last, with no clock read in between), in ns; -1 if the
+// other side did not answer within kProbeWait (descheduled, or gone: the next barrier finds
+// out which). Each value is unique to (barrier, trip), so neither side mistakes an earlier
+// probe's line for an answer.
+int64_t ShmNodeReducer::ProbeHandover(State& s, int peer, uint64_t barrier) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kProbeWait = std::chrono::microseconds(50);
+  std::atomic<uint64_t>* mine = Counter(s.segment->Region(s.rank), kProbeOffset);
+  std::atomic<uint64_t>* theirs = Counter(s.segment->Region(peer), kProbeOffset);
+  const bool pinger = s.rank < peer;
+  const auto give_up = Clock::now() + kProbeWait;
+  auto wait_for = [&](uint64_t value) {
+    for (uint64_t polls = 1; theirs->load(std::memory_order_acquire) != value; ++polls) {
+      KOLO_CPU_RELAX();
+      if ((polls & 63) == 0 && Clock::now() > give_up) return false;
+    }
+    return true;
+  };
+  constexpr uint64_t kTrips = HandoverWatch::kRoundTrips;
+  const uint64_t first = barrier * (kTrips + 1) + 1;
+  Clock::time_point start;
+  for (uint64_t value = first; value < first + kTrips; ++value) {
+    if (pinger) {
+      mine->store(value, std::memory_order_release);
+      if (!wait_for(value)) return -1;
+      if (value == first) start = Clock::now();  // the peer is here: time from now on
+    } else {
+      if (!wait_for(value)) return -1;
+      mine->store(value, std::memory_order_release);
+      if (value == first) start = Clock::now();
+    }
+  }
+  // Either side timed the kTrips - 1 round trips after the first: the first also holds the
+  // wait for the other side to arrive.
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  return ns / (2 * static_cast<int64_t>(kTrips - 1));
 }
 
 Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int owners,
@@ -204,6 +257,16 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
   char* my_slot = s.Slot(s.rank);
   char* my_result = s.Result(s.rank);
   std::vector<const char*> sources(s.size);
+  // What peers read next (my slot, my result) goes through memory when the cores hand lines
+  // over slowly (handover_watch.h); decided per call, by this rank alone.
+  const bool stream = s.watch.streaming();
+  auto copy_in = [stream](void* dst, const void* src, size_t bytes) {
+    if (stream) {
+      StreamCopy(dst, src, bytes);
+    } else {
+      std::memcpy(dst, src, bytes);
+    }
+  };
 
   for (size_t first = 0; first < args.count; first += piece_elems) {
     const size_t n = std::min(piece_elems, args.count - first);
@@ -211,12 +274,12 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
     // Copy in every slice but my own: only I reduce my slice, and I read it from the user's
     // buffer where it is. (Peers cannot read my user buffer: it is in another process.)
     if (mine < 0) {
-      std::memcpy(my_slot, piece_in, n * es);
+      copy_in(my_slot, piece_in, n * es);
     } else {
       const SliceRange own = SliceOf(n, owners, mine);
-      std::memcpy(my_slot, piece_in, own.offset * es);
+      copy_in(my_slot, piece_in, own.offset * es);
       const size_t tail = own.offset + own.count;
-      std::memcpy(my_slot + tail * es, piece_in + tail * es, (n - tail) * es);
+      copy_in(my_slot + tail * es, piece_in + tail * es, (n - tail) * es);
     }
     KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in"));
 
@@ -240,6 +303,15 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
       }
       for (int r = 1; r < s.size; ++r) {
         const bool last = r == s.size - 1;
+        if (last && own_out && stream) {
+          // Streamed: the last pass goes to the private output alone, and the result is
+          // streamed from there (still in this core's cache) into the segment.
+          KOLO_RETURN_IF_ERROR(ReducePairScaled(own_out, r == 1 ? sources[0] : my_result,
+                                                sources[r], own.count, args.dtype, args.op,
+                                                postscale, nullptr));
+          StreamCopy(my_result, own_out, own.count * es);
+          continue;
+        }
         KOLO_RETURN_IF_ERROR(ReducePairScaled(my_result, r == 1 ? sources[0] : my_result,
                                               sources[r], own.count, args.dtype, args.op,
                                               last ? postscale : 1.0, last ? own_out : nullptr));
@@ -280,7 +352,7 @@ Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args, 
   }
   const uint64_t parity = (s.seq + 1) % 2;  // the number of this call's barrier, mod 2
   std::memcpy(s.Small(s.rank, parity), args.send, bytes);
-  KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in (small path)"));
+  KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in (small path)", /*watch=*/false));
   // Every rank: slot 0 op slot 1 op ... in rank order, its own input read back from its slot
   // (in place, the output is the input).
   if (s.size == 1) {

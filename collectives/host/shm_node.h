@@ -11,9 +11,10 @@
 // Segment, per rank r (Region(r), 64-byte aligned, zero-filled):
 //   [0, 64)          arrived: std::atomic<uint64_t>, the last barrier rank r reached
 //   [64, 128)        failed:  std::atomic<uint64_t>, non-zero once rank r gave up (error)
-//   [128, +P)        input slot: rank r's copy of the current piece (P = piece bytes)
-//   [128+P, +R)      result: rank r's reduced slice (R = the largest slice, rounded to 64)
-//   [128+P+R, +2Q)   small slots 0 and 1 (Q = the small path's limit, rounded to 64)
+//   [128, 192)       probe:   std::atomic<uint64_t>, the handover watch's ping-pong line
+//   [192, +P)        input slot: rank r's copy of the current piece (P = piece bytes)
+//   [192+P, +R)      result: rank r's reduced slice (R = the largest slice, rounded to 64)
+//   [192+P+R, +2Q)   small slots 0 and 1 (Q = the small path's limit, rounded to 64)
 // One input slot suffices: a rank writes piece k+1 into its slot only after the second barrier
 // of piece k, by which time every reader of piece k's slots has finished its reduction; the
 // results live apart from the slots, so copy-out of piece k (after that barrier) never races
@@ -44,6 +45,7 @@
 #include <memory>
 
 #include "collectives/algorithm.h"
+#include "collectives/host/handover_watch.h"
 
 namespace kolo {
 
@@ -76,6 +78,9 @@ class ShmNodeReducer {
   // Largest message of the one-barrier path (0: never), instead of SmallBytesFor's choice.
   // Set before the first Run on a communicator: its slots are sized then.
   void set_small_bytes(size_t bytes) { small_bytes_ = bytes; }
+  // Stream what peers read next always, never, or as the handover watch decides (default;
+  // handover_watch.h). Set before the first Run on a communicator.
+  void set_stream_mode(HandoverWatch::Mode mode) { stream_mode_ = mode; }
   // The one-barrier path's limit for a node of `ranks` ranks: kShmSmallBytesOwnCore when each
   // rank can have a core of this host, kShmSmallBytesSharedCores when they outnumber the cores
   // (node_pieces.h). The ranks of one node share the host, so every rank gets the same answer.
@@ -85,10 +90,13 @@ class ShmNodeReducer {
  private:
   struct State;
   StatusOr<State*> StateFor(Communicator& local, int owners);
-  Status Barrier(State& s, const char* phase);
+  // watch: this barrier may be one where the handover watch probes (handover_watch.h).
+  Status Barrier(State& s, const char* phase, bool watch = true);
+  int64_t ProbeHandover(State& s, int peer, uint64_t barrier);
 
   size_t piece_bytes_;
   size_t small_bytes_;  // kAutoSmall: SmallBytesFor decides
+  HandoverWatch::Mode stream_mode_ = HandoverWatch::Mode::kAuto;
   std::chrono::milliseconds wait_timeout_{60000};
   // By communicator: an algorithm instance may serve several (process sets). Keyed by address,
   // so an instance must not outlive the communicators it ran on (the runtime's selector and its

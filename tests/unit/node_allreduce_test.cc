@@ -142,6 +142,38 @@ TEST_P(ShmScaledTest, ScaledResultIsTheSumTimesTheFactorOnEveryPath) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmScaledTest, ::testing::Values(2, 3));
 
+// Streamed stores (the handover watch's choice in the slow state, forced here): the slots and
+// results written with StreamCopy, the owner's last pass into its output and streamed from
+// there. Pieces of 20000 B (not a multiple of 16: slices and tails start at every alignment)
+// hold copies past StreamCopy's plain-memcpy limit; the same cases and bits as plain stores,
+// with Average's postscale folded into the streamed last pass as well.
+class ShmStreamedTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShmStreamedTest, StreamedStoresGiveTheSameResults) {
+  std::vector<std::string> failures;
+  std::mutex mu;
+  RunOnThreadWorld(GetParam(), "1", [&](Communicator& comm) {
+    ShmAllreduce algo;
+    algo.reducer().set_piece_bytes(20000);
+    algo.reducer().set_small_bytes(64);
+    algo.reducer().set_stream_mode(HandoverWatch::Mode::kStreamed);
+    RunCases(comm, algo, &failures, &mu);
+    for (size_t count : {size_t{4097}, size_t{70001}}) {
+      for (bool in_place : {false, true}) {
+        std::string f = CheckScaledSums<float>(comm, algo, count, 1.0 / comm.Size(), in_place);
+        if (f.empty()) f = CheckScaledSums<double>(comm, algo, count, 0.5, in_place);
+        if (!f.empty()) {
+          std::lock_guard<std::mutex> lock(mu);
+          failures.push_back("streamed: " + f);
+        }
+      }
+    }
+  });
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmStreamedTest, ::testing::Values(2, 3));
+
 class HierarchicalPathsTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(HierarchicalPathsTest, ManySmallPiecesMatchReference) {

@@ -1,0 +1,32 @@
+// StreamCopy: memcpy whose stores bypass the cache (x86 non-temporal stores), for data that
+// another core reads next. The shared-memory all-reduces write their slots and results with it.
+//
+// Why: a plain store into a line that another core's cache holds must first take the line from
+// it. When the two cores sit behind one last-level cache that costs little, but on a host that
+// places them behind separate ones (docs/machine-notes.md 11, the slow state) every such line is
+// a round trip between the caches, and so is every line the reader then pulls out of the
+// writer's cache. Measured on the 2-vCPU machine, one thread writing a buffer and the other
+// reading it, in lock-step (kolo-core-probe's handoff_plain_gbs and handoff_streamed_gbs at
+// 1 MiB; 64 KiB-4 MiB by hand): 6-16 GB/s with plain stores in the fast state and 2 GB/s in the
+// slow state; 8-13 GB/s with streaming stores in either. Streamed lines go to memory, where the
+// reader finds them at DRAM speed whatever the placement.
+//
+// Ends with a store fence: streaming stores are weakly ordered, and the caller's next release
+// store (a barrier flag) must not become visible before the data. Below kStreamCopyMinBytes it
+// is a plain memcpy: a few lines are cheaper to hand over than to send through memory.
+#ifndef KOLO_COLLECTIVES_HOST_STREAM_COPY_H_
+#define KOLO_COLLECTIVES_HOST_STREAM_COPY_H_
+
+#include <cstddef>
+
+namespace kolo {
+
+constexpr size_t kStreamCopyMinBytes = size_t{4} << 10;
+
+// Copies n bytes from src to dst (which do not overlap), dst's lines left out of this core's
+// cache where the CPU allows (x86-64); elsewhere a memcpy.
+void StreamCopy(void* dst, const void* src, size_t n);
+
+}  // namespace kolo
+
+#endif  // KOLO_COLLECTIVES_HOST_STREAM_COPY_H_

@@ -1,0 +1,81 @@
+// HandoverWatch (collectives/host/handover_watch.h): who probes whom at which barrier, and the
+// verdict: a peer turns slow (and the rank streams) only after two slow probes in a row, and
+// fast again only after two fast ones; failed probes change nothing; fixed modes never probe.
+#include "collectives/host/handover_watch.h"
+
+#include <gtest/gtest.h>
+
+namespace kolo {
+namespace {
+
+constexpr int64_t kFast = 50;
+constexpr int64_t kSlow = 200;
+static_assert(kFast < HandoverWatch::kSlowHandoverNs && kSlow > HandoverWatch::kSlowHandoverNs);
+
+TEST(HandoverWatchTest, RankZeroProbesEachPeerInTurnAndThePeerProbesRankZero) {
+  const HandoverWatch watch(4);
+  const uint64_t every = HandoverWatch::kProbeEvery;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(watch.ProbePeer(rank, every + 1), -1) << "not a probing barrier";
+  }
+  // Probing barriers every, 2 every, 3 every, 4 every: partners 2, 3, 1, 2.
+  const int partners[] = {2, 3, 1, 2};
+  for (int k = 0; k < 4; ++k) {
+    const uint64_t barrier = every * static_cast<uint64_t>(k + 1);
+    EXPECT_EQ(watch.ProbePeer(0, barrier), partners[k]);
+    for (int rank = 1; rank < 4; ++rank) {
+      EXPECT_EQ(watch.ProbePeer(rank, barrier), rank == partners[k] ? 0 : -1)
+          << "rank " << rank << " barrier " << barrier;
+    }
+  }
+  EXPECT_EQ(HandoverWatch(1).ProbePeer(0, every), -1) << "a rank alone probes nobody";
+  EXPECT_EQ(HandoverWatch(2).ProbePeer(1, every), 0);
+}
+
+TEST(HandoverWatchTest, TwoProbesInARowDecide) {
+  HandoverWatch watch(2);
+  EXPECT_FALSE(watch.streaming()) << "plain until the probes say otherwise";
+  watch.Add(1, kSlow);
+  EXPECT_FALSE(watch.streaming()) << "one slow probe is not enough";
+  watch.Add(1, kFast);
+  watch.Add(1, kSlow);
+  EXPECT_FALSE(watch.streaming()) << "slow, fast, slow: never two in a row";
+  watch.Add(1, -1);  // a probe that timed out says nothing and breaks no run
+  watch.Add(1, kSlow);
+  EXPECT_TRUE(watch.streaming());
+  watch.Add(1, kFast);
+  EXPECT_TRUE(watch.streaming()) << "one fast probe is not enough";
+  watch.Add(1, kFast);
+  EXPECT_FALSE(watch.streaming());
+}
+
+TEST(HandoverWatchTest, AnySlowPeerStreams) {
+  HandoverWatch watch(3);
+  watch.Add(1, kFast);
+  watch.Add(1, kFast);
+  watch.Add(2, kSlow);
+  watch.Add(2, kSlow);
+  EXPECT_TRUE(watch.streaming());
+  watch.Add(2, kFast);
+  watch.Add(2, kFast);
+  EXPECT_FALSE(watch.streaming());
+  watch.Add(7, kSlow);  // no such peer
+  watch.Add(7, kSlow);
+  EXPECT_FALSE(watch.streaming());
+}
+
+TEST(HandoverWatchTest, FixedModesNeitherProbeNorChange) {
+  HandoverWatch plain(2, HandoverWatch::Mode::kPlain);
+  HandoverWatch streamed(2, HandoverWatch::Mode::kStreamed);
+  EXPECT_EQ(plain.ProbePeer(0, HandoverWatch::kProbeEvery), -1);
+  EXPECT_EQ(streamed.ProbePeer(0, HandoverWatch::kProbeEvery), -1);
+  for (int i = 0; i < 3; ++i) {
+    plain.Add(1, kSlow);
+    streamed.Add(1, kFast);
+  }
+  EXPECT_FALSE(plain.streaming());
+  EXPECT_TRUE(streamed.streaming());
+}
+
+}  // namespace
+}  // namespace kolo
