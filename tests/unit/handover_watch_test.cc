@@ -8,9 +8,10 @@
 namespace kolo {
 namespace {
 
-constexpr int64_t kFast = 50;
-constexpr int64_t kSlow = 200;
-static_assert(kFast < HandoverWatch::kSlowHandoverNs && kSlow > HandoverWatch::kSlowHandoverNs);
+constexpr int64_t kFastCrossingNs = 50;
+constexpr int64_t kSlowCrossingNs = 200;
+static_assert(kFastCrossingNs < HandoverWatch::kSlowHandoverNs &&
+              kSlowCrossingNs > HandoverWatch::kSlowHandoverNs);
 
 TEST(HandoverWatchTest, RankZeroProbesEachPeerInTurnAndThePeerProbesRankZero) {
   const HandoverWatch watch(4);
@@ -35,32 +36,32 @@ TEST(HandoverWatchTest, RankZeroProbesEachPeerInTurnAndThePeerProbesRankZero) {
 TEST(HandoverWatchTest, TwoProbesInARowDecide) {
   HandoverWatch watch(2);
   EXPECT_FALSE(watch.streaming()) << "plain until the probes say otherwise";
-  watch.Add(1, kSlow);
+  watch.Add(1, kSlowCrossingNs);
   EXPECT_FALSE(watch.streaming()) << "one slow probe is not enough";
-  watch.Add(1, kFast);
-  watch.Add(1, kSlow);
+  watch.Add(1, kFastCrossingNs);
+  watch.Add(1, kSlowCrossingNs);
   EXPECT_FALSE(watch.streaming()) << "slow, fast, slow: never two in a row";
   watch.Add(1, -1);  // a probe that timed out says nothing and breaks no run
-  watch.Add(1, kSlow);
+  watch.Add(1, kSlowCrossingNs);
   EXPECT_TRUE(watch.streaming());
-  watch.Add(1, kFast);
+  watch.Add(1, kFastCrossingNs);
   EXPECT_TRUE(watch.streaming()) << "one fast probe is not enough";
-  watch.Add(1, kFast);
+  watch.Add(1, kFastCrossingNs);
   EXPECT_FALSE(watch.streaming());
 }
 
 TEST(HandoverWatchTest, AnySlowPeerStreams) {
   HandoverWatch watch(3);
-  watch.Add(1, kFast);
-  watch.Add(1, kFast);
-  watch.Add(2, kSlow);
-  watch.Add(2, kSlow);
+  watch.Add(1, kFastCrossingNs);
+  watch.Add(1, kFastCrossingNs);
+  watch.Add(2, kSlowCrossingNs);
+  watch.Add(2, kSlowCrossingNs);
   EXPECT_TRUE(watch.streaming());
-  watch.Add(2, kFast);
-  watch.Add(2, kFast);
+  watch.Add(2, kFastCrossingNs);
+  watch.Add(2, kFastCrossingNs);
   EXPECT_FALSE(watch.streaming());
-  watch.Add(7, kSlow);  // no such peer
-  watch.Add(7, kSlow);
+  watch.Add(7, kSlowCrossingNs);  // no such peer
+  watch.Add(7, kSlowCrossingNs);
   EXPECT_FALSE(watch.streaming());
 }
 
@@ -70,8 +71,8 @@ TEST(HandoverWatchTest, FixedModesNeitherProbeNorChange) {
   EXPECT_EQ(plain.ProbePeer(0, HandoverWatch::kProbeEvery), -1);
   EXPECT_EQ(streamed.ProbePeer(0, HandoverWatch::kProbeEvery), -1);
   for (int i = 0; i < 3; ++i) {
-    plain.Add(1, kSlow);
-    streamed.Add(1, kFast);
+    plain.Add(1, kSlowCrossingNs);
+    streamed.Add(1, kFastCrossingNs);
   }
   EXPECT_FALSE(plain.streaming());
   EXPECT_TRUE(streamed.streaming());
