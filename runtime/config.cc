@@ -13,6 +13,7 @@
 
 #include "base/ascii.h"
 #include "base/check.h"
+#include "collectives/host/handover_watch.h"
 
 namespace kolo {
 
@@ -105,6 +106,13 @@ Status Level(std::string_view v, Config& c) {
 Status Transport(std::string_view v, Config& c) {
   if (v != "mpi" && v != "ucx") return InvalidArgumentError("expected mpi or ucx");
   c.transport = std::string(v);
+  return Status::OK();
+}
+
+Status ShmStores(std::string_view v, Config& c) {
+  HandoverWatch::Mode mode;
+  if (!ParseShmStores(v, &mode)) return InvalidArgumentError("expected auto, plain or streamed");
+  c.shm_stores = std::string(v);
   return Status::OK();
 }
 
@@ -222,6 +230,11 @@ const std::vector<Knob>& Knobs() {
        "what kolo's own traffic (negotiation, kolo's algorithms) runs over: mpi, or ucx (UCP's "
        "tag API; under mpirun, MPI still starts the job)",
        Transport},
+      {"KOLO_SHM_STORES", "", "auto|plain|streamed", "auto",
+       "how the shared-memory all-reduce writes what its peers read: auto (streamed while the "
+       "cores hand cache lines over slowly, as a probe every 32 barriers decides), plain or "
+       "streamed",
+       ShmStores},
   };
   return knobs;
 }

@@ -24,6 +24,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 namespace kolo {
@@ -83,6 +85,29 @@ class HandoverWatch {
   Mode mode_;
   std::vector<Peer> peers_;  // by local rank
 };
+
+// KOLO_SHM_STORES: "auto" (the watch decides), "plain" or "streamed"; false for anything else.
+inline bool ParseShmStores(std::string_view text, HandoverWatch::Mode* mode) {
+  if (text == "auto") {
+    *mode = HandoverWatch::Mode::kAuto;
+  } else if (text == "plain") {
+    *mode = HandoverWatch::Mode::kPlain;
+  } else if (text == "streamed") {
+    *mode = HandoverWatch::Mode::kStreamed;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// What KOLO_SHM_STORES names in this process's environment: kAuto when unset (runtime/config.cc
+// refuses a bad value at kolo_init, before any all-reduce; one that gets past it counts as unset).
+inline HandoverWatch::Mode ShmStoresFromEnvironment() {
+  HandoverWatch::Mode mode = HandoverWatch::Mode::kAuto;
+  const char* text = std::getenv("KOLO_SHM_STORES");
+  if (text == nullptr || !ParseShmStores(text, &mode)) return HandoverWatch::Mode::kAuto;
+  return mode;
+}
 
 }  // namespace kolo
 

@@ -37,6 +37,9 @@ constexpr uint64_t kSpinPollsOwnCore = 256;
 constexpr uint64_t kSpinPollsShared = 2;
 
 constexpr size_t kAutoSmall = ~size_t{0};
+// Calls below this never probe: their copies are too short to stream (kStreamCopyMinBytes per
+// slice at most), and a probe (a few us) would be a large share of their time.
+constexpr size_t kProbeMinBytes = size_t{64} << 10;
 
 std::atomic<uint64_t>* Counter(void* region, size_t offset) {
   return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(region) + offset);
@@ -66,6 +69,7 @@ struct ShmNodeReducer::State {
   uint64_t spin_polls = 64;  // polls before the first sched_yield
   uint64_t seq = 0;  // barriers passed on this communicator
   HandoverWatch watch;
+  uint64_t probe_seq = 0;  // barriers that may probe (Run's probe_call), the same on every rank
   Status broken;     // once a wait failed the counters disagree: refuse later calls
   char* Slot(int r) const { return static_cast<char*>(segment->Region(r)) + kSlotOffset; }
   char* Result(int r) const { return static_cast<char*>(segment->Region(r)) + result_offset; }
@@ -75,7 +79,9 @@ struct ShmNodeReducer::State {
 };
 
 ShmNodeReducer::ShmNodeReducer()
-    : piece_bytes_(kDefaultNodePieceBytes), small_bytes_(kAutoSmall) {}
+    : piece_bytes_(kDefaultNodePieceBytes),
+      small_bytes_(kAutoSmall),
+      stream_mode_(ShmStoresFromEnvironment()) {}
 ShmNodeReducer::~ShmNodeReducer() = default;
 
 size_t ShmNodeReducer::SmallBytesFor(int ranks) const {
@@ -108,11 +114,14 @@ StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, i
   // before yielding saves the system call. With more ranks than cores, the peer we wait for
   // may need this very core, so yield early.
   s->spin_polls = OnlineCores() >= s->size ? kSpinPollsOwnCore : kSpinPollsShared;
-  // Probing takes a peer that answers at once: only where every rank has a core.
-  s->watch = HandoverWatch(s->size, OnlineCores() >= s->size ? stream_mode_
-                                    : stream_mode_ == HandoverWatch::Mode::kAuto
-                                        ? HandoverWatch::Mode::kPlain
-                                        : stream_mode_);
+  // Probing takes a peer that answers at once: only where every rank has a core (unless a test
+  // asks). Where StreamCopy is a memcpy there is nothing to choose.
+  HandoverWatch::Mode mode = stream_mode_;
+  if (mode == HandoverWatch::Mode::kAuto &&
+      ((OnlineCores() < s->size && !probe_shared_cores_) || !kStreamCopyStreams)) {
+    mode = HandoverWatch::Mode::kPlain;
+  }
+  s->watch = HandoverWatch(s->size, mode);
   auto segment = local.AllocateShared(s->small_offset + 2 * s->small_slot);
   if (!segment.ok()) {
     Status st = segment.status();
@@ -130,7 +139,7 @@ StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, i
 // polls: a peer that reported a failure, or that has not arrived within the wait timeout, ends
 // the wait with kUnavailable naming it, and this rank reports its own failure in turn so that
 // nobody else waits out the timeout.
-Status ShmNodeReducer::Barrier(State& s, const char* phase, bool watch) {
+Status ShmNodeReducer::Barrier(State& s, const char* phase) {
   using Clock = std::chrono::steady_clock;
   const uint64_t target = ++s.seq;
   Counter(s.segment->Region(s.rank), kArrivedOffset)->store(target, std::memory_order_release);
@@ -188,22 +197,22 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase, bool watch) {
       }
     }
   }
-  if (watch) {
-    const int peer = s.watch.ProbePeer(s.rank, target);
-    if (peer >= 0) s.watch.Add(peer, ProbeHandover(s, peer, target));
-  }
   return Status::OK();
 }
 
-// Half a round trip of one cache line between this rank and `peer`, averaged over
-// kRoundTrips - 1 (the lower rank pings, the other answers; each times from the end of the
-// first round trip to the end of the last, with no clock read in between), in ns; -1 if the
-// other side did not answer within kProbeWait (descheduled, or gone: the next barrier finds
-// out which). Each value is unique to (barrier, trip), so neither side mistakes an earlier
-// probe's line for an answer.
-int64_t ShmNodeReducer::ProbeHandover(State& s, int peer, uint64_t barrier) {
+// Half a round trip of one cache line between this rank and `peer`, in ns: the lower rank pings,
+// the other answers. One round trip to meet, then kBatches batches of kPerBatch, each timed by
+// itself; the shortest batch counts (an interrupt or a steal only ever lengthens one). -1 if
+// the other side did not answer within kProbeWait (descheduled, or gone: the next barrier
+// finds out which). Each value is unique to (probe, trip), so neither side mistakes an earlier
+// probe's line for an answer. The two sides time slightly different spans of the same trips,
+// so near the threshold their readings may differ; each decides for itself.
+int64_t ShmNodeReducer::ProbeHandover(State& s, int peer, uint64_t probe) {
   using Clock = std::chrono::steady_clock;
   constexpr auto kProbeWait = std::chrono::microseconds(50);
+  constexpr uint64_t kBatches = 4;
+  constexpr uint64_t kPerBatch = HandoverWatch::kRoundTrips / kBatches;
+  constexpr uint64_t kTrips = 1 + kBatches * kPerBatch;
   std::atomic<uint64_t>* mine = Counter(s.segment->Region(s.rank), kProbeOffset);
   std::atomic<uint64_t>* theirs = Counter(s.segment->Region(peer), kProbeOffset);
   const bool pinger = s.rank < peer;
@@ -215,25 +224,30 @@ int64_t ShmNodeReducer::ProbeHandover(State& s, int peer, uint64_t barrier) {
     }
     return true;
   };
-  constexpr uint64_t kTrips = HandoverWatch::kRoundTrips;
-  const uint64_t first = barrier * (kTrips + 1) + 1;
-  Clock::time_point start;
-  for (uint64_t value = first; value < first + kTrips; ++value) {
+  const uint64_t first = probe * kTrips + 1;  // values first .. first + kTrips - 1
+  int64_t shortest = -1;
+  Clock::time_point batch_start;
+  for (uint64_t trip = 0; trip < kTrips; ++trip) {
+    const uint64_t value = first + trip;
     if (pinger) {
       mine->store(value, std::memory_order_release);
       if (!wait_for(value)) return -1;
-      if (value == first) start = Clock::now();  // the peer is here: time from now on
     } else {
       if (!wait_for(value)) return -1;
       mine->store(value, std::memory_order_release);
-      if (value == first) start = Clock::now();
+    }
+    // Trip 0 met the other side; a batch is timed from the end of the trip before it.
+    if (trip % kPerBatch == 0) {
+      const auto now = Clock::now();
+      if (trip > 0) {
+        const int64_t ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(now - batch_start).count();
+        shortest = shortest < 0 ? ns : std::min(shortest, ns);
+      }
+      batch_start = now;
     }
   }
-  // Either side timed the kTrips - 1 round trips after the first: the first also holds the
-  // wait for the other side to arrive.
-  const int64_t ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-  return ns / (2 * static_cast<int64_t>(kTrips - 1));
+  return shortest / static_cast<int64_t>(2 * kPerBatch);
 }
 
 Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int owners,
@@ -260,6 +274,8 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
   // What peers read next (my slot, my result) goes through memory when the cores hand lines
   // over slowly (handover_watch.h); decided per call, by this rank alone.
   const bool stream = s.watch.streaming();
+  // Every rank makes the same calls with the same sizes and hooks: the same answer on each.
+  const bool probe_call = !hook && args.count * es >= kProbeMinBytes;
   auto copy_in = [stream](void* dst, const void* src, size_t bytes) {
     if (stream) {
       StreamCopy(dst, src, bytes);
@@ -327,6 +343,12 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
       }
     }
     KOLO_RETURN_IF_ERROR(Barrier(s, "after reduction"));
+    // The ranks leave this barrier together (they did the same reduction work), so a probe's
+    // two sides meet at once. Only where streaming can matter: large enough calls, no hook.
+    if (probe_call) {
+      const int peer = s.watch.ProbePeer(s.rank, ++s.probe_seq);
+      if (peer >= 0) s.watch.Add(peer, ProbeHandover(s, peer, s.probe_seq));
+    }
 
     for (int k = 0; k < owners; ++k) {
       if (k == mine && own_written) continue;
@@ -352,7 +374,7 @@ Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args, 
   }
   const uint64_t parity = (s.seq + 1) % 2;  // the number of this call's barrier, mod 2
   std::memcpy(s.Small(s.rank, parity), args.send, bytes);
-  KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in (small path)", /*watch=*/false));
+  KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in (small path)"));
   // Every rank: slot 0 op slot 1 op ... in rank order, its own input read back from its slot
   // (in place, the output is the input).
   if (s.size == 1) {

@@ -80,7 +80,10 @@ class ShmNodeReducer {
   void set_small_bytes(size_t bytes) { small_bytes_ = bytes; }
   // Stream what peers read next always, never, or as the handover watch decides (default;
   // handover_watch.h). Set before the first Run on a communicator.
+  // The default comes from KOLO_SHM_STORES.
   void set_stream_mode(HandoverWatch::Mode mode) { stream_mode_ = mode; }
+  // Probe (kAuto) even where ranks outnumber cores: tests of the probe on thread worlds.
+  void set_probe_shared_cores(bool probe) { probe_shared_cores_ = probe; }
   // The one-barrier path's limit for a node of `ranks` ranks: kShmSmallBytesOwnCore when each
   // rank can have a core of this host, kShmSmallBytesSharedCores when they outnumber the cores
   // (node_pieces.h). The ranks of one node share the host, so every rank gets the same answer.
@@ -90,13 +93,14 @@ class ShmNodeReducer {
  private:
   struct State;
   StatusOr<State*> StateFor(Communicator& local, int owners);
-  // watch: this barrier may be one where the handover watch probes (handover_watch.h).
-  Status Barrier(State& s, const char* phase, bool watch = true);
-  int64_t ProbeHandover(State& s, int peer, uint64_t barrier);
+  Status Barrier(State& s, const char* phase);
+  // The handover watch's ping-pong with `peer` right after a barrier (handover_watch.h).
+  int64_t ProbeHandover(State& s, int peer, uint64_t probe);
 
   size_t piece_bytes_;
   size_t small_bytes_;  // kAutoSmall: SmallBytesFor decides
-  HandoverWatch::Mode stream_mode_ = HandoverWatch::Mode::kAuto;
+  HandoverWatch::Mode stream_mode_;
+  bool probe_shared_cores_ = false;
   std::chrono::milliseconds wait_timeout_{60000};
   // By communicator: an algorithm instance may serve several (process sets). Keyed by address,
   // so an instance must not outlive the communicators it ran on (the runtime's selector and its

@@ -23,6 +23,13 @@ namespace kolo {
 
 constexpr size_t kStreamCopyMinBytes = size_t{4} << 10;
 
+// Whether StreamCopy streams on this CPU (x86-64) or is a memcpy.
+#if defined(__x86_64__)
+constexpr bool kStreamCopyStreams = true;
+#else
+constexpr bool kStreamCopyStreams = false;
+#endif
+
 // Copies n bytes from src to dst (which do not overlap), dst's lines left out of this core's
 // cache where the CPU allows (x86-64); elsewhere a memcpy.
 void StreamCopy(void* dst, const void* src, size_t n);

@@ -189,6 +189,19 @@ TEST(Config, HierarchicalAllreduceFromHorovodsVariable) {
   EXPECT_FALSE(FromMap({{"KOLO_HIERARCHICAL_ALLREDUCE", "yes"}}).ok());
 }
 
+TEST(Config, ShmStoresTakesItsThreeWordsOnly) {
+  EXPECT_EQ(FromMap({})->shm_stores, "auto");
+  for (const char* word : {"auto", "plain", "streamed"}) {
+    auto c = FromMap({{"KOLO_SHM_STORES", word}});
+    ASSERT_TRUE(c.ok()) << word << ": " << c.status().ToString();
+    EXPECT_EQ(c->shm_stores, word);
+  }
+  auto bad = FromMap({{"KOLO_SHM_STORES", "stream"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("KOLO_SHM_STORES='stream'"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(Config, UnknownVariablesAreNamedWithAHint) {
   const std::vector<std::string> unknown = UnknownVariables(
       {"HOME", "KOLO_FUSION_THRESHOLD", "KOLO_FUSION_THRESHOLDS", "HOROVOD_CYCLE_TIME",

@@ -1,6 +1,7 @@
-// HandoverWatch (collectives/host/handover_watch.h): who probes whom at which barrier, and the
-// verdict: a peer turns slow (and the rank streams) only after two slow probes in a row, and
-// fast again only after two fast ones; failed probes change nothing; fixed modes never probe.
+// HandoverWatch (collectives/host/handover_watch.h): who probes whom at which probing barrier,
+// and the verdict: a peer turns slow (and the rank streams) only after two slow probes in a row,
+// and fast again only after two fast ones; failed probes change nothing; fixed modes never probe;
+// KOLO_SHM_STORES's words.
 #include "collectives/host/handover_watch.h"
 
 #include <gtest/gtest.h>
@@ -76,6 +77,19 @@ TEST(HandoverWatchTest, FixedModesNeitherProbeNorChange) {
   }
   EXPECT_FALSE(plain.streaming());
   EXPECT_TRUE(streamed.streaming());
+}
+
+TEST(HandoverWatchTest, ShmStoresWords) {
+  HandoverWatch::Mode mode = HandoverWatch::Mode::kPlain;
+  EXPECT_TRUE(ParseShmStores("auto", &mode));
+  EXPECT_EQ(mode, HandoverWatch::Mode::kAuto);
+  EXPECT_TRUE(ParseShmStores("plain", &mode));
+  EXPECT_EQ(mode, HandoverWatch::Mode::kPlain);
+  EXPECT_TRUE(ParseShmStores("streamed", &mode));
+  EXPECT_EQ(mode, HandoverWatch::Mode::kStreamed);
+  EXPECT_FALSE(ParseShmStores("Streamed", &mode));
+  EXPECT_FALSE(ParseShmStores("", &mode));
+  EXPECT_EQ(mode, HandoverWatch::Mode::kStreamed) << "a refused word leaves the mode alone";
 }
 
 }  // namespace

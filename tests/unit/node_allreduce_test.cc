@@ -144,9 +144,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ShmScaledTest, ::testing::Values(2, 3));
 
 // Streamed stores (the handover watch's choice in the slow state, forced here): the slots and
 // results written with StreamCopy, the owner's last pass into its output and streamed from
-// there. Pieces of 20000 B (not a multiple of 16: slices and tails start at every alignment)
-// hold copies past StreamCopy's plain-memcpy limit; the same cases and bits as plain stores,
-// with Average's postscale folded into the streamed last pass as well.
+// there. Pieces of 20008 B (8 past a multiple of 16: slices and tails start off a line) hold
+// copies past StreamCopy's plain-memcpy limit; the same cases and bits as plain stores, with
+// Average's postscale folded into the streamed last pass as well.
 class ShmStreamedTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(ShmStreamedTest, StreamedStoresGiveTheSameResults) {
@@ -154,7 +154,7 @@ TEST_P(ShmStreamedTest, StreamedStoresGiveTheSameResults) {
   std::mutex mu;
   RunOnThreadWorld(GetParam(), "1", [&](Communicator& comm) {
     ShmAllreduce algo;
-    algo.reducer().set_piece_bytes(20000);
+    algo.reducer().set_piece_bytes(20008);
     algo.reducer().set_small_bytes(64);
     algo.reducer().set_stream_mode(HandoverWatch::Mode::kStreamed);
     RunCases(comm, algo, &failures, &mu);
@@ -173,6 +173,44 @@ TEST_P(ShmStreamedTest, StreamedStoresGiveTheSameResults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmStreamedTest, ::testing::Values(2, 3));
+
+// The handover probe on thread worlds (forced where threads outnumber cores): rank 0 probes
+// each peer in turn after the second barrier of every piece of a call of at least 64 KiB, and
+// each rank streams or not as its probes say. Enough calls for every pair to be probed several
+// times; every result checked against the reference. A rank that never probes (KOLO_SHM_STORES
+// =plain on one rank only) leaves its partner's probes to time out: slower, never wrong or stuck.
+class ShmProbeTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(ShmProbeTest, ProbedCallsMatchReference) {
+  const auto [ranks, one_rank_plain] = GetParam();
+  std::vector<std::string> failures;
+  std::mutex mu;
+  RunOnThreadWorld(ranks, "1", [&, one_rank_plain = one_rank_plain](Communicator& comm) {
+    ShmAllreduce algo;
+    algo.reducer().set_piece_bytes(20008);
+    algo.reducer().set_probe_shared_cores(true);
+    algo.reducer().set_stream_mode(one_rank_plain && comm.Rank() == 1 ? HandoverWatch::Mode::kPlain
+                                                                      : HandoverWatch::Mode::kAuto);
+    // 17 pieces per call: 8 calls give each pair of a 3-rank world two probes.
+    const size_t calls = one_rank_plain ? 4 : 8 * static_cast<size_t>(ranks);
+    for (size_t c = 0; c < calls; ++c) {
+      std::string f = CheckRandomFloat32Sum(comm, algo, 85000 + c);
+      if (!f.empty()) {
+        std::lock_guard<std::mutex> lock(mu);
+        failures.push_back("call " + std::to_string(c) + ": " + f);
+      }
+    }
+  });
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, ShmProbeTest,
+                         ::testing::Values(std::make_tuple(2, false), std::make_tuple(3, false),
+                                           std::make_tuple(2, true)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "ranks" +
+                                  (std::get<1>(info.param) ? "_one_plain" : "");
+                         });
 
 class HierarchicalPathsTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
