@@ -195,9 +195,12 @@ void Report::Model(const ModelResult& m) {
     Row row{"model", m.model, r.path, m.bytes, m.count, m.tensors, m.dtype,
             m.op,    r,       0,      0,       0,       0,         -1};
     row.algbw = AlgBw(m.bytes, r.time_us);
-    row.busbw = AllreduceBusBwGBs(row.algbw, nranks_);
-    Print("  %-16s %10.2f %10.2f %10.2f %8.2f %8.2f %7s\n", r.path.c_str(), r.time_us / 1e3,
-          r.min_us / 1e3, r.max_us / 1e3, row.algbw, row.busbw, Wrong(r.wrong).c_str());
+    // The memcpy path reduces nothing: its algbw is the rate it copies at, it has no busbw.
+    const bool copy = r.path == "memcpy";
+    row.busbw = copy ? 0 : AllreduceBusBwGBs(row.algbw, nranks_);
+    Print("  %-16s %10.2f %10.2f %10.2f %8.2f %8s %7s\n", r.path.c_str(), r.time_us / 1e3,
+          r.min_us / 1e3, r.max_us / 1e3, row.algbw, copy ? "-" : Fixed(row.busbw, 2).c_str(),
+          Wrong(r.wrong).c_str());
     Record(std::move(row));
   }
   const PathResult* kolo = FindPath(m.paths, "kolo");

@@ -6,19 +6,24 @@
 // Why a decision at run time: the same two vCPUs hand each other a cache line in 40-60 ns at
 // some times and in 160-250 ns at others (docs/machine-notes.md 11: the host places them behind
 // one last-level cache or behind two). Behind one, plain stores win: at 1 MiB the shm all-reduce
-// takes ~50 us plainly and ~130 us streamed, since streamed data comes back from DRAM. Behind
-// two, every line a plain store takes from the other cache and every line the reader pulls
-// back is a round trip between them, and the all-reduce runs 4x slower (1 MiB 530 us, 64 MiB
-// 35 ms) while streamed it keeps about the speed it has behind one cache (1 MiB ~100 us, 64 MiB
-// 9 ms). The crossing time tells the two apart and costs a few microseconds to measure.
+// took 50-68 us plainly and 124-153 us streamed, at 64 MiB 9-11.5 ms against 14-16, since
+// streamed data comes back from DRAM. Behind two, every line a plain store takes from the other
+// cache and every line the reader pulls back is a round trip between them: plainly the
+// all-reduce took 533-609 us at 1 MiB and 35-39 ms at 64 MiB, streamed 100-114 us and 9-10 ms
+// (docs/benchmarks.md, "Streamed stores in the slow state"). The crossing time tells the two
+// apart and costs a few microseconds to measure.
 //
-// How: every kProbeEvery-th barrier of the pieced path (the same barriers on every rank, which
-// pass them in the same order), local rank 0 and one peer, in turn, pass a cache line back and
-// forth kRoundTrips times right after the barrier (ShmNodeReducer::ProbeHandover); half the
-// shortest round trip is the crossing. Each side measures the same round trips, so the two
-// reach the same verdict. A peer is taken as slow once two probes in a row say so, and as fast
-// once two say so; this rank streams while any peer it probes is slow. Each rank decides for
-// its own stores, and either choice gives the same bits, so nothing needs to agree.
+// How: after the second barrier of a piece, in calls of at least 64 KiB without a slice hook
+// (where the ranks leave the barrier together and streaming can matter), every kProbeEvery-th
+// such barrier (counted apart, the same on every rank) local rank 0 and one peer, in turn, pass
+// a cache line back and forth (ShmNodeReducer::ProbeHandover): half the shortest of four timed
+// batches of round trips is the crossing. The two sides time almost the same trips, so they
+// nearly always reach the same verdict, and need not: each rank decides for its own stores,
+// and either choice gives the same bits. The first probe with a peer decides; after it a peer
+// is taken as slow once two probes in a row say so, and as fast once two say so; a rank
+// streams while any peer it probes is slow. Ranks other
+// than 0 only ever probe rank 0, so a slow pair of two other ranks goes unseen (on a 2-rank node
+// there is no such pair).
 #ifndef KOLO_COLLECTIVES_HOST_HANDOVER_WATCH_H_
 #define KOLO_COLLECTIVES_HOST_HANDOVER_WATCH_H_
 
@@ -32,11 +37,13 @@ namespace kolo {
 
 class HandoverWatch {
  public:
-  // Between the two states of the machine above: probes read 50-70 ns behind one cache and
-  // 190-250 behind two (kolo-core-probe: 30-60 against 160-260).
+  // Between the two states of the machine above: probes read 40-63 ns behind one cache and
+  // 156-226 behind two (kolo-core-probe on the same machine: 36-51 against 162-177).
   static constexpr int64_t kSlowHandoverNs = 120;
-  // A probe costs kRoundTrips round trips (2-8 us); every 32 barriers is at most a few percent
-  // of the smallest pieced calls and catches a change within a few calls.
+  // A probe costs 17 round trips (2-8 us); a probing barrier comes at least once per 64 KiB
+  // call (at least ~10 us), so every 32nd costs under 3% of the smallest. The first verdict
+  // comes with the first probe, a change with the second probe after it (64 probing
+  // barriers: a few steps of a training job's gradients).
   static constexpr uint64_t kProbeEvery = 32;
   static constexpr uint64_t kRoundTrips = 16;
 
@@ -47,11 +54,12 @@ class HandoverWatch {
   explicit HandoverWatch(int ranks = 1, Mode mode = Mode::kAuto)
       : mode_(mode), peers_(static_cast<size_t>(ranks > 0 ? ranks : 1)) {}
 
-  // The peer `rank` probes right after barrier `barrier`, or -1: none. Local rank 0 probes
-  // peers 1..ranks-1 in turn, one per probing barrier, and each of them probes rank 0.
+  // The peer `rank` probes right after probing barrier `barrier` (counted from 1), or -1: none.
+  // The first, the 33rd, ...: a new process learns the state at its first call. Local rank 0
+  // probes peers 1..ranks-1 in turn, one per probe, and each of them probes rank 0.
   int ProbePeer(int rank, uint64_t barrier) const {
     const int ranks = static_cast<int>(peers_.size());
-    if (mode_ != Mode::kAuto || ranks < 2 || barrier % kProbeEvery != 0) return -1;
+    if (mode_ != Mode::kAuto || ranks < 2 || barrier % kProbeEvery != 1) return -1;
     const int partner = 1 + static_cast<int>((barrier / kProbeEvery) % (ranks - 1));
     if (rank == 0) return partner;
     return rank == partner ? 0 : -1;
@@ -62,9 +70,13 @@ class HandoverWatch {
     if (ns < 0 || peer < 0 || static_cast<size_t>(peer) >= peers_.size()) return;
     Peer& p = peers_[static_cast<size_t>(peer)];
     const bool says_slow = ns > kSlowHandoverNs;
+    // The first probe decides alone: until then nothing is known, and waiting for a second
+    // would leave the first 32 probing barriers to chance.
+    const bool first = !p.probed;
+    p.probed = true;
     p.agreeing = says_slow == p.last_said_slow ? p.agreeing + 1 : 1;
     p.last_said_slow = says_slow;
-    if (p.agreeing >= 2) p.slow = says_slow;
+    if (first || p.agreeing >= 2) p.slow = says_slow;
   }
 
   bool streaming() const {
@@ -78,6 +90,7 @@ class HandoverWatch {
  private:
   struct Peer {
     bool slow = false;
+    bool probed = false;  // a probe with this peer has been measured
     bool last_said_slow = false;
     int agreeing = 0;  // probes in a row that said last_said_slow
   };

@@ -29,9 +29,10 @@
 // memory) while the cores hand cache lines over slowly, as they do when the host places them
 // behind separate last-level caches: there every line a plain store takes from, or leaves
 // for, the other core is a round trip between the caches, and plain stores run the whole
-// all-reduce 4x slower. Streamed, the owner's last pass goes into its output alone and is
+// all-reduce 4-10x slower. Streamed, the owner's last pass goes into its output alone and is
 // streamed from there into its result. Each rank decides alone, from a ping-pong with a peer
-// every 32 barriers (handover_watch.h); the bits do not depend on it.
+// after every 32nd piece of calls of 64 KiB or more (handover_watch.h); the bits do not depend
+// on it. KOLO_SHM_STORES=plain|streamed fixes the choice.
 //
 // Bytes moved per rank, message n: copy in n(p-1)/p each way; the reduction's p-1 passes read
 // 2n(p-1)/p and write n (ReducePair: the first pass combines the first two operands with no
@@ -40,7 +41,8 @@
 // against 2n(p-1)/p sent plus the same received (and MPI's own copies) for a message-passing
 // ring. Copying the first operand, reducing into the result and copying every result out, as
 // this path did before, read n(4p-2)/p and wrote n(3p-1)/p (3n and 2.5n at p = 2;
-// docs/benchmarks.md, "One pass fewer").
+// docs/benchmarks.md, "One pass fewer"). Streamed, the last pass writes the output alone and
+// the result is read back from it (n/p more read, from cache) to be streamed into the segment.
 // Small messages (n <= ShmNodeReducer::SmallBytesFor(p): 2 KiB with a core per rank, 16 KiB
 // with more ranks than cores) take the one-barrier path instead: every rank copies all of its
 // input into a slot, one barrier, every rank reduces all p slots in rank order (shm_node.h).
