@@ -40,11 +40,12 @@ class HandoverWatch {
   // Between the two states of the machine above: probes read 40-63 ns behind one cache and
   // 156-226 behind two (kolo-core-probe on the same machine: 36-51 against 162-177).
   static constexpr int64_t kSlowHandoverNs = 120;
-  // A probe costs 17 round trips (2-8 us); a probing barrier comes at least once per 64 KiB
-  // call (at least ~10 us), so every 32nd costs under 3% of the smallest. The first verdict
-  // comes with the first probe, a change with the second probe after it (64 probing
-  // barriers: a few steps of a training job's gradients).
-  static constexpr uint64_t kProbeEvery = 32;
+  // A probe costs 17 round trips (2 us behind one cache, 6 behind two); a probing barrier
+  // comes at least once per call of 64 KiB or more (10 us or longer), so probing every 8th
+  // costs at most ~2% of the smallest calls. The first verdict comes with the first probe, a
+  // change with the second probe after it: within 16 pieces of a change of state (ten rounds
+  // with every 32nd left 64 pieces of 4 MiB calls stored the wrong way around a change).
+  static constexpr uint64_t kProbeEvery = 8;
   static constexpr uint64_t kRoundTrips = 16;
 
   // kAuto: as the probes say. kPlain, kStreamed: fixed (tests, benchmarks; kPlain also where
@@ -55,7 +56,7 @@ class HandoverWatch {
       : mode_(mode), peers_(static_cast<size_t>(ranks > 0 ? ranks : 1)) {}
 
   // The peer `rank` probes right after probing barrier `barrier` (counted from 1), or -1: none.
-  // The first, the 33rd, ...: a new process learns the state at its first call. Local rank 0
+  // The first, the 9th, ...: a new process learns the state at its first call. Local rank 0
   // probes peers 1..ranks-1 in turn, one per probe, and each of them probes rank 0.
   int ProbePeer(int rank, uint64_t barrier) const {
     const int ranks = static_cast<int>(peers_.size());
@@ -71,7 +72,7 @@ class HandoverWatch {
     Peer& p = peers_[static_cast<size_t>(peer)];
     const bool says_slow = ns > kSlowHandoverNs;
     // The first probe decides alone: until then nothing is known, and waiting for a second
-    // would leave the first 32 probing barriers to chance.
+    // would leave the first kProbeEvery probing barriers to chance.
     const bool first = !p.probed;
     p.probed = true;
     p.agreeing = says_slow == p.last_said_slow ? p.agreeing + 1 : 1;

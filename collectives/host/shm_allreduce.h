@@ -31,7 +31,7 @@
 // for, the other core is a round trip between the caches, and plain stores run the whole
 // all-reduce 4-10x slower. Streamed, the owner's last pass goes into its output alone and is
 // streamed from there into its result. Each rank decides alone, from a ping-pong with a peer
-// after every 32nd piece of calls of 64 KiB or more (handover_watch.h); the bits do not depend
+// after every 8th piece of calls of 64 KiB or more (handover_watch.h); the bits do not depend
 // on it. KOLO_SHM_STORES=plain|streamed fixes the choice.
 //
 // Bytes moved per rank, message n: copy in n(p-1)/p each way; the reduction's p-1 passes read

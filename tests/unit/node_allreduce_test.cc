@@ -191,7 +191,8 @@ TEST_P(ShmProbeTest, ProbedCallsMatchReference) {
     algo.reducer().set_probe_shared_cores(true);
     algo.reducer().set_stream_mode(one_rank_plain && comm.Rank() == 1 ? HandoverWatch::Mode::kPlain
                                                                       : HandoverWatch::Mode::kAuto);
-    // 17 pieces per call: 8 calls give each pair of a 3-rank world two probes.
+    // 17 pieces per call, a probe every HandoverWatch::kProbeEvery pieces: every pair is
+    // probed several times.
     const size_t calls = one_rank_plain ? 4 : 8 * static_cast<size_t>(ranks);
     for (size_t c = 0; c < calls; ++c) {
       std::string f = CheckRandomFloat32Sum(comm, algo, 85000 + c);
