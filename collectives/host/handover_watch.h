@@ -73,8 +73,7 @@ class HandoverWatch {
     const bool says_slow = ns > kSlowHandoverNs;
     // The first probe decides alone: until then nothing is known, and waiting for a second
     // would leave the first kProbeEvery probing barriers to chance.
-    const bool first = !p.probed;
-    p.probed = true;
+    const bool first = p.agreeing == 0;
     p.agreeing = says_slow == p.last_said_slow ? p.agreeing + 1 : 1;
     p.last_said_slow = says_slow;
     if (first || p.agreeing >= 2) p.slow = says_slow;
@@ -91,9 +90,8 @@ class HandoverWatch {
  private:
   struct Peer {
     bool slow = false;
-    bool probed = false;  // a probe with this peer has been measured
     bool last_said_slow = false;
-    int agreeing = 0;  // probes in a row that said last_said_slow
+    int agreeing = 0;  // probes in a row that said last_said_slow; 0: none measured yet
   };
 
   Mode mode_;

@@ -317,21 +317,17 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
         KOLO_RETURN_IF_ERROR(ScaleCopy(my_result, sources[0], own.count, args.dtype, postscale));
         if (own_out) std::memcpy(own_out, my_result, own.count * es);
       }
+      // Streamed: the last pass goes to the private output alone, and the result is streamed
+      // from there (still in this core's cache) into the segment.
+      const bool stream_result = stream && own_out != nullptr && s.size > 1;
       for (int r = 1; r < s.size; ++r) {
         const bool last = r == s.size - 1;
-        if (last && own_out && stream) {
-          // Streamed: the last pass goes to the private output alone, and the result is
-          // streamed from there (still in this core's cache) into the segment.
-          KOLO_RETURN_IF_ERROR(ReducePairScaled(own_out, r == 1 ? sources[0] : my_result,
-                                                sources[r], own.count, args.dtype, args.op,
-                                                postscale, nullptr));
-          StreamCopy(my_result, own_out, own.count * es);
-          continue;
-        }
-        KOLO_RETURN_IF_ERROR(ReducePairScaled(my_result, r == 1 ? sources[0] : my_result,
-                                              sources[r], own.count, args.dtype, args.op,
-                                              last ? postscale : 1.0, last ? own_out : nullptr));
+        KOLO_RETURN_IF_ERROR(ReducePairScaled(
+            last && stream_result ? own_out : my_result, r == 1 ? sources[0] : my_result,
+            sources[r], own.count, args.dtype, args.op, last ? postscale : 1.0,
+            last && !stream_result ? own_out : nullptr));
       }
+      if (stream_result) StreamCopy(my_result, own_out, own.count * es);
       if (hook && own.count) {
         Status h = hook(my_result, own.count, mine);
         if (!h.ok()) {
