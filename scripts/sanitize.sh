@@ -71,6 +71,21 @@ configure() {
 # which LeakSanitizer scans without it.
 readonly ASAN_RUNTIME_OPTIONS="intercept_tls_get_addr=0"
 
+# run_logged LOG CMD...: runs a gtest program under a sanitizer with everything it prints in LOG,
+# then prints the part worth reading (digest.awk: the summary, each failure, each sanitizer report
+# with the test it came in). CI keeps a log's last lines only, and these runs print thousands.
+run_logged() {
+  local log=$1 rc=0
+  shift
+  kolo_log "+ $(printf '%q ' "$@")> ${log}"
+  "$@" >"${log}" 2>&1 || rc=$?
+  awk -f "${SAN_DIR}/digest.awk" "${log}" >&2
+  if ((rc != 0)); then
+    kolo_log "exit ${rc}; the whole output is in ${log}"
+  fi
+  return "${rc}"
+}
+
 stage_address() {
   local dir="${KOLO_ROOT}/build-asan"
   configure "${dir}" -DKOLO_SANITIZE=address
@@ -96,8 +111,8 @@ stage_address() {
   # RunScaledTest, the same layouts, likewise at 1-4 ranks.
   local sweep='All/AllreduceAlgorithmTest.*' scaled='All/RunScaledTest.*'
   kolo_log "address: unit tests"
-  kolo_run env ASAN_OPTIONS="${ASAN_RUNTIME_OPTIONS}" UBSAN_OPTIONS=print_stacktrace=1 \
-    KOLO_ALGO_TEST_CASES=bytes "${dir}/tests/kolo_unit_tests" --gtest_brief=1 \
+  run_logged "${dir}/unit-tests.log" env ASAN_OPTIONS="${ASAN_RUNTIME_OPTIONS}" \
+    UBSAN_OPTIONS=print_stacktrace=1 KOLO_ALGO_TEST_CASES=bytes "${dir}/tests/kolo_unit_tests" \
     --gtest_filter="-*HalfConversion*:${sweep}np5*:${sweep}np6*:${sweep}np7*:${scaled}np5*:\
 ${scaled}np6*:${scaled}np7*"
   # Open MPI has no frame pointers: the slow unwinder gives full allocation stacks, so the
@@ -133,9 +148,8 @@ stage_thread() {
   # that links it, which collides with TSan's own mmap interceptor: the first thread world then
   # crashes (SIGSEGV). The unit tests use no UCX, so its mmap hook is off here.
   kolo_log "thread: unit tests that run threads"
-  kolo_run env TSAN_OPTIONS=second_deadlock_stack=1 UCX_MEM_MMAP_HOOK_MODE=none \
-    KOLO_ALGO_TEST_CASES=bytes "${dir}/tests/kolo_unit_tests" \
-    --gtest_brief=1 \
+  run_logged "${dir}/unit-tests.log" env TSAN_OPTIONS=second_deadlock_stack=1 \
+    UCX_MEM_MMAP_HOOK_MODE=none KOLO_ALGO_TEST_CASES=bytes "${dir}/tests/kolo_unit_tests" \
     --gtest_filter="-*DeathTest.*:*HalfConversion*:${sweep}np1:${sweep}np3*:${sweep}np4*:${sweep}np5*:\
 ${sweep}np6*:${sweep}np7*:${scaled}np1:${scaled}np3*:${scaled}np4*:${scaled}np5*:${scaled}np6*:\
 ${scaled}np7*"
