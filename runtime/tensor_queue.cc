@@ -140,7 +140,11 @@ void TensorQueue::TakeNewRequests(std::vector<const Request*>* out,
   loose_handed_ = loose_.size();
   out->reserve(new_requests_.size());
   for (const NewRequest& n : new_requests_) {
-    if (n.id >= 0) slots_[n.id].pending = false;
+    if (n.id >= 0) {
+      slots_[n.id].pending = false;
+    } else if (!n.request->refused.empty() && n.request->refused != kRefusedJoined) {
+      ++refusals_[n.request->name];
+    }
     out->push_back(n.request);
   }
   new_requests_.clear();
@@ -169,10 +173,16 @@ bool TensorQueue::NegotiatingNames(const std::vector<const Handle*>& handles,
 
 TensorEntry TensorQueue::Take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
+  bool answers_refusal = false;
+  if (auto r = refusals_.find(name); r != refusals_.end()) {
+    answers_refusal = true;
+    if (--r->second == 0) refusals_.erase(r);
+  }
   auto it = ids_.find(name);
   if (it == ids_.end()) return TensorEntry{};
   Slot& s = slots_[it->second];
   if (!s.in_flight || s.taken) return TensorEntry{};
+  if (answers_refusal && s.pending) return TensorEntry{};  // submitted after the refusal
   Detach(it->second);
   s.taken = true;
   return std::move(s.entry);
@@ -225,6 +235,7 @@ std::vector<TensorEntry> TensorQueue::Close(const std::string& reason) {
   new_keys_.clear();
   loose_.clear();
   loose_handed_ = 0;
+  refusals_.clear();
   return out;
 }
 
