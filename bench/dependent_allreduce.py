@@ -9,6 +9,13 @@ call waits for the one before, so nothing overlaps and every call pays a whole c
 negotiate, all-reduce, complete). Rank 0 prints one line per run: the run's total in ms, and the
 slowest and median single call in us. Each run's result is checked against the value computed
 from the ranks' known inputs (a wrong value fails the run).
+
+--split times each call in its two halves, on every rank: the submission (``allreduce_async``:
+Python, the binding and ``kolo_enqueue``, nothing that waits for a peer) and the wait for the
+result (``synchronize``: negotiation, the all-reduce, the completion), and adds the background
+thread's negotiation counters (``kolo._kolo.negotiation_stats()``) for the run; every rank
+prints one more line per run with their medians and per-cycle means. Where the time of a slow
+run goes: docs/benchmarks.md, "Where a slow process's dependent all-reduces spend their time".
 """
 import argparse
 import statistics
@@ -26,8 +33,12 @@ def main():
     parser.add_argument("--runs", type=int, default=1, help="timed runs")
     parser.add_argument("--kib", type=int, default=1, help="tensor size in KiB")
     parser.add_argument("--warmup", type=int, default=20, help="untimed calls first")
+    parser.add_argument("--split", action="store_true",
+                        help="also time submission and wait apart, on every rank")
     args = parser.parse_args()
     hvd.init()
+    if args.split:
+        from kolo import _kolo  # kolo's own counters (with Horovod in place of kolo: no --split)
     n = args.kib * 256
     for _ in range(args.warmup):
         hvd.allreduce(torch.ones(n), name="dependent", op=hvd.Sum)
@@ -38,17 +49,36 @@ def main():
         # float32 after a few hundred calls at many ranks.
         t = torch.full((n,), float(hvd.rank() + 1))
         expected = sum(range(1, size + 1)) / size
-        calls = []
+        calls, submits, waits = [], [], []
+        stats_before = _kolo.negotiation_stats() if args.split else None
         start = time.perf_counter()
         for _ in range(args.ops):
             before = time.perf_counter()
-            t = hvd.allreduce(t, name="dependent", op=hvd.Average)
+            if args.split:
+                handle = hvd.allreduce_async(t, name="dependent", op=hvd.Average)
+                submitted = time.perf_counter()
+                t = hvd.synchronize(handle)
+                submits.append((submitted - before) * 1e6)
+                waits.append((time.perf_counter() - submitted) * 1e6)
+            else:
+                t = hvd.allreduce(t, name="dependent", op=hvd.Average)
             calls.append((time.perf_counter() - before) * 1e6)
         total_ms = (time.perf_counter() - start) * 1e3
         if not torch.allclose(t, torch.full((n,), expected)):
             print("rank %d: wrong result %r, expected %r" % (hvd.rank(), t[0].item(), expected),
                   file=sys.stderr)
             sys.exit(1)
+        if args.split:
+            after = _kolo.negotiation_stats()
+            cycles = max(1, after["cycles"] - stats_before["cycles"])
+            print("dependent_allreduce: rank %d total_ms %.2f submit_median_us %.1f "
+                  "wait_median_us %.1f cycles %d negotiate_us_per_cycle %.1f "
+                  "exchange_us_per_cycle %.1f" % (
+                      hvd.rank(), total_ms, statistics.median(submits), statistics.median(waits),
+                      after["cycles"] - stats_before["cycles"],
+                      (after["negotiate_ns"] - stats_before["negotiate_ns"]) / 1e3 / cycles,
+                      (after["exchange_ns"] - stats_before["exchange_ns"]) / 1e3 / cycles),
+                  flush=True)
         if hvd.rank() == 0:
             print("dependent_allreduce: ranks %d ops %d kib %d total_ms %.2f max_us %.1f "
                   "median_us %.1f" % (size, args.ops, args.kib, total_ms, max(calls),
