@@ -2,8 +2,10 @@
 // depends only on its measurements), writes its log, refuses an unwritable log path, and in a
 // thread world every rank ends with the same setting while results stay right.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -55,7 +57,8 @@ TEST(Autotune, FindsTheBestPointOfSeparableSurfaces) {
 }
 
 TEST(Autotune, WritesEveryTrialToTheLog) {
-  const std::string path = ::testing::TempDir() + "/kolo_autotune_test.csv";
+  const std::string path =
+      ::testing::TempDir() + "/kolo_autotune_test_" + std::to_string(getpid()) + ".csv";
   AutotuneOptions options;
   options.log_path = path;
   Drive([](const TunedParams& p) { return 1e9 + p.fusion_threshold_bytes; }, options);
@@ -69,6 +72,7 @@ TEST(Autotune, WritesEveryTrialToTheLog) {
   for (char c : log) lines += c == '\n';
   EXPECT_EQ(lines, 1 + 6 + 4 + 1);  // header, 6 thresholds, 4 other cycle times, best
   EXPECT_NE(log.find("best,134217728,"), std::string::npos) << log;
+  std::remove(path.c_str());
 }
 
 TEST(Autotune, AnUnwritableLogIsAClearError) {

@@ -6,6 +6,7 @@
 #include "collectives/select/decision_table.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -256,7 +257,8 @@ TEST(DecisionTable, MemoryKindsDoNotMix) {
 // (host figures) keeps the topology's device links.
 TEST(DecisionTable, TuningFileOverridesOnlyWhatItNames) {
   const CostModel topo = CostOf("h100-nvswitch-8gpu.xml", 2, 8);
-  const std::string path = ::testing::TempDir() + "kolo_tuning_partial.json";
+  const std::string path =
+      ::testing::TempDir() + "kolo_tuning_partial_" + std::to_string(getpid()) + ".json";
   {
     std::ofstream out(path);
     out << R"({"intra": {"alpha_us": 0.7, "beta_us": 0.0002}})";
@@ -280,7 +282,8 @@ TEST(DecisionTable, TuningFileOverridesOnlyWhatItNames) {
 // inter_sharing and inter_duplex round-trip through a tuning file; less than 1 is refused,
 // naming the key; a file without inter_duplex (written before it existed) keeps 1.
 TEST(DecisionTable, TuningFileCarriesInterSharingAndDuplex) {
-  const std::string path = ::testing::TempDir() + "kolo_tuning_sharing.json";
+  const std::string path =
+      ::testing::TempDir() + "kolo_tuning_sharing_" + std::to_string(getpid()) + ".json";
   CostModel m;
   m.inter_sharing = 2.5;
   m.inter_duplex = 1.16;

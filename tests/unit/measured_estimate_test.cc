@@ -5,6 +5,7 @@
 #include "collectives/select/measured_estimate.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -164,7 +165,8 @@ TEST(MeasuredEstimate, TheSelectorFollowsTheTimes) {
 
 // Through the tuning file and back; malformed entries are refused naming the key and the fault.
 TEST(MeasuredEstimate, TheTuningFileCarriesTheTimes) {
-  const std::string path = ::testing::TempDir() + "kolo_tuning_measured.json";
+  const std::string path =
+      ::testing::TempDir() + "kolo_tuning_measured_" + std::to_string(getpid()) + ".json";
   CostModel m;
   m.measured_allreduce = TwoByTwoTimes(
       {4096, kMiB, 16 * kMiB}, {{"mpi", {30.5, 2100.25, 41000}}, {"ring", {41, 2500, 39000.5}}});
