@@ -13,6 +13,7 @@
 #include "bench/check.h"
 #include "bench/dtypes.h"
 #include "bench/stats.h"
+#include "collectives/host/handover_watch.h"
 #include "collectives/mpi/mpi_node.h"
 #include "collectives/node_context.h"
 #include "collectives/select/registry.h"
@@ -206,11 +207,13 @@ std::vector<std::string> RegisteredAlgorithmNames() {
 int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
   std::unique_ptr<MpiCommunicator> comm = MakeBenchCommunicator(world, options.max_call_bytes);
   const CostModel cost = LoadCostModel(world);
-  const AllreduceSelector selector("", cost);
-  // Built with the same cost model as the selector, as the runtime builds its table: the
-  // hierarchical all-reduce picks its cross-node algorithm by it.
-  std::vector<std::unique_ptr<AllreduceAlgorithm>> table =
-      MakeAllreduceAlgorithms(std::make_shared<const CostModel>(cost));
+  const AllreduceSelector selector("", cost, "", options.shm_stores);
+  // Built with the same cost model and stores as the selector, as the runtime builds its
+  // table: the hierarchical all-reduce picks its cross-node algorithm by the model.
+  HandoverWatch::Mode shm_stores = HandoverWatch::Mode::kAuto;
+  ParseShmStores(options.shm_stores, &shm_stores);
+  std::vector<std::unique_ptr<AllreduceAlgorithm>> table = MakeAllreduceAlgorithms(
+      std::make_shared<const CostModel>(cost), NcclAllreduceAlgorithm::kEither, shm_stores);
 
   const bool all = std::find(options.names.begin(), options.names.end(), "all") !=
                    options.names.end();

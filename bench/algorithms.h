@@ -48,6 +48,8 @@ struct AlgorithmsOptions {
   RankCombine average = RankCombine::kMax;  // -a 0..3 / --average: timings over ranks
   // Also each algorithm over a UcxCommunicator ("ring/ucx"), interleaved with the MPI rows.
   bool ucx = false;
+  // KOLO_SHM_STORES's word, as the runtime's settings read it: how shm and hierarchical store.
+  std::string shm_stores = "auto";
 };
 
 // A communicator over a fresh dup of world.comm, cut into max_call_bytes pieces, with the node

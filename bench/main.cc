@@ -188,9 +188,11 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
     // kolo's runtime is not started: these modes drive the algorithms (or measure the machine)
     // directly, and an idle background thread would only add noise. Its log settings apply
     // all the same, as kolo_init would apply them (hierarchical logs its phase-2 pick at debug).
+    std::string shm_stores = "auto";
     if (const auto settings = ConfigFromEnvironment(); settings.ok()) {
       ConfigureLogging(settings->log_level, settings->log_hide_time);
       SetLogRank(world.rank, world.size);
+      shm_stores = settings->shm_stores;
     } else if (world.rank == 0) {
       std::fprintf(stderr, "kolo-bench: kolo's settings ignored: %s\n",
                    settings.status().ToString().c_str());
@@ -218,6 +220,7 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
     options.json = json.get();
     options.average = sweep.average;
     options.ucx = f.transport == "ucx";
+    options.shm_stores = shm_stores;
     const int status = RunAlgorithms(world, options) == 0 ? 0 : 1;
     return JsonOk(world, json.get()) ? status : 1;
   }

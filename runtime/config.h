@@ -41,7 +41,7 @@ struct Config {
   std::string tuning_file;          // KOLO_TUNING_FILE ("" = built-in cost model)
   std::string node_grouping;        // KOLO_NODE_GROUPING ("" = by host)
   std::string transport;            // KOLO_TRANSPORT: "mpi" or "ucx"
-  std::string shm_stores;           // KOLO_SHM_STORES, checked here; shm_node.cc reads it
+  std::string shm_stores;           // KOLO_SHM_STORES: auto, plain or streamed
   std::string topology_xml;         // KOLO_TOPOLOGY_XML ("" = discover with hwloc)
   std::string allgather_algo;       // KOLO_ALLGATHER_ALGO
   std::string broadcast_algo;       // KOLO_BROADCAST_ALGO

@@ -77,7 +77,7 @@ Status Runtime::Start() {
       data_->node()->map.nodes() > 1) {
     algo = "hierarchical";
   }
-  selector_ = AllreduceSelector(algo, std::move(cost), config_.nccl_algo);
+  selector_ = AllreduceSelector(algo, std::move(cost), config_.nccl_algo, config_.shm_stores);
   if (algo != "auto" && !algo.empty() && !selector_.Find(algo)) {
     // Selecting anything reports the valid names.
     return selector_.Select(SelectionInput()).status();

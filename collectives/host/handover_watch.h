@@ -29,7 +29,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -110,15 +109,6 @@ inline bool ParseShmStores(std::string_view text, HandoverWatch::Mode* mode) {
     return false;
   }
   return true;
-}
-
-// What KOLO_SHM_STORES names in this process's environment: kAuto when unset (runtime/config.cc
-// refuses a bad value at kolo_init, before any all-reduce; one that gets past it counts as unset).
-inline HandoverWatch::Mode ShmStoresFromEnvironment() {
-  HandoverWatch::Mode mode = HandoverWatch::Mode::kAuto;
-  const char* text = std::getenv("KOLO_SHM_STORES");
-  if (text == nullptr || !ParseShmStores(text, &mode)) return HandoverWatch::Mode::kAuto;
-  return mode;
 }
 
 }  // namespace kolo

@@ -81,7 +81,7 @@ struct ShmNodeReducer::State {
 ShmNodeReducer::ShmNodeReducer()
     : piece_bytes_(kDefaultNodePieceBytes),
       small_bytes_(kAutoSmall),
-      stream_mode_(ShmStoresFromEnvironment()) {}
+      stream_mode_(HandoverWatch::Mode::kAuto) {}
 ShmNodeReducer::~ShmNodeReducer() = default;
 
 size_t ShmNodeReducer::SmallBytesFor(int ranks) const {

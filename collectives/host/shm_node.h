@@ -80,8 +80,9 @@ class ShmNodeReducer {
   void set_small_bytes(size_t bytes) { small_bytes_ = bytes; }
   // Stream what peers read next always, never, or as the handover watch decides (default;
   // handover_watch.h). Set before the first Run on a communicator.
-  // The default comes from KOLO_SHM_STORES.
+  // The algorithm registry sets KOLO_SHM_STORES's choice (MakeAllreduceAlgorithms).
   void set_stream_mode(HandoverWatch::Mode mode) { stream_mode_ = mode; }
+  HandoverWatch::Mode stream_mode() const { return stream_mode_; }
   // Probe (kAuto) even where ranks outnumber cores: tests of the probe on thread worlds.
   void set_probe_shared_cores(bool probe) { probe_shared_cores_ = probe; }
   // The one-barrier path's limit for a node of `ranks` ranks: kShmSmallBytesOwnCore when each

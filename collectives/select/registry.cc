@@ -115,19 +115,24 @@ class CrossPicker {
 }  // namespace
 
 std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
-    std::shared_ptr<const CostModel> cost, NcclAllreduceAlgorithm nccl) {
+    std::shared_ptr<const CostModel> cost, NcclAllreduceAlgorithm nccl,
+    HandoverWatch::Mode shm_stores) {
   if (!cost) cost = std::make_shared<const CostModel>();
   std::vector<std::unique_ptr<AllreduceAlgorithm>> table;
   AddFlat(&table);
   // Node-level algorithms: one node through shared memory; several nodes in three phases.
-  table.push_back(std::make_unique<ShmAllreduce>());
+  auto shm = std::make_unique<ShmAllreduce>();
+  shm->reducer().set_stream_mode(shm_stores);
+  table.push_back(std::move(shm));
   // Hierarchical's cross-node step runs the cheapest flat algorithm for its slice, by the same
   // cost model (its own instances: their scratch is separate from the top-level ones').
   auto picker = std::make_shared<CrossPicker>(cost);
-  table.push_back(std::make_unique<HierarchicalAllreduce>(
+  auto hierarchical = std::make_unique<HierarchicalAllreduce>(
       [picker](const SelectionInput& slice, int flows_per_node) {
         return picker->Choose(slice, flows_per_node);
-      }));
+      });
+  hierarchical->reducer().set_stream_mode(shm_stores);
+  table.push_back(std::move(hierarchical));
   // GPU buffers: NCCL's own all-reduce (its ring or tree), and the three-phase composition
   // with NCCL inside the nodes.
   table.push_back(std::make_unique<NcclAllreduce>(nccl));
@@ -153,9 +158,20 @@ SelectionInput DescribeCommunicator(const Communicator& comm) {
   return in;
 }
 
-AllreduceSelector::AllreduceSelector(std::string forced, CostModel cost, std::string_view nccl_algo)
+namespace {
+
+HandoverWatch::Mode ShmStoresOrAuto(std::string_view word) {
+  HandoverWatch::Mode mode = HandoverWatch::Mode::kAuto;
+  return ParseShmStores(word, &mode) ? mode : HandoverWatch::Mode::kAuto;
+}
+
+}  // namespace
+
+AllreduceSelector::AllreduceSelector(std::string forced, CostModel cost, std::string_view nccl_algo,
+                                     std::string_view shm_stores)
     : cost_(std::make_shared<const CostModel>(std::move(cost))),
-      algorithms_(MakeAllreduceAlgorithms(cost_, ParseNcclAlgo(nccl_algo))),
+      algorithms_(
+          MakeAllreduceAlgorithms(cost_, ParseNcclAlgo(nccl_algo), ShmStoresOrAuto(shm_stores))),
       forced_(forced == "auto" ? "" : std::move(forced)) {}
 
 AllreduceAlgorithm* AllreduceSelector::Find(std::string_view name) const {

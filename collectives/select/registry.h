@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
+#include "collectives/host/handover_watch.h"
 #include "collectives/nccl/nccl_allreduce.h"
 
 namespace kolo {
@@ -17,16 +18,20 @@ namespace kolo {
 // One instance of every algorithm built into this binary, in table order. `cost` is the model
 // the algorithms that choose inner algorithms use (hierarchical's cross-node step); nullptr =
 // the built-in defaults. `nccl`: what NCCL_ALGO leaves NCCL's all-reduce (its estimate).
+// `shm_stores`: how the shared-memory engine (shm, hierarchical) stores what its peers read
+// next (KOLO_SHM_STORES, handover_watch.h).
 std::vector<std::unique_ptr<AllreduceAlgorithm>> MakeAllreduceAlgorithms(
     std::shared_ptr<const CostModel> cost = nullptr,
-    NcclAllreduceAlgorithm nccl = NcclAllreduceAlgorithm::kEither);
+    NcclAllreduceAlgorithm nccl = NcclAllreduceAlgorithm::kEither,
+    HandoverWatch::Mode shm_stores = HandoverWatch::Mode::kAuto);
 
 class AllreduceSelector {
  public:
   // forced: "" or "auto" for the cost model, else an algorithm's Name() (KOLO_ALLREDUCE_ALGO).
-  // nccl_algo: NCCL_ALGO's value, which binds what NCCL runs (ParseNcclAlgo).
+  // nccl_algo: NCCL_ALGO's value, which binds what NCCL runs (ParseNcclAlgo). shm_stores:
+  // KOLO_SHM_STORES's word (ParseShmStores; anything else is "auto").
   explicit AllreduceSelector(std::string forced = "", CostModel cost = CostModel(),
-                             std::string_view nccl_algo = "");
+                             std::string_view nccl_algo = "", std::string_view shm_stores = "auto");
   // The algorithm to run (the cheapest predicted one that supports `in`, ties to the earlier
   // in the table), or kUnimplemented listing why each candidate was rejected. `in.cost` is
   // replaced by this selector's cost model.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "collectives/select/cost_model.h"
@@ -338,6 +339,23 @@ TEST(OneNodeSelectorTest, ShmCostFollowsItsPaths) {
   EXPECT_DOUBLE_EQ(c.CopyUs(4 * n), c.copy_us / 8 + c.copy_mem_us * 7 / 8);
   EXPECT_DOUBLE_EQ(shm.EstimateMicros(in), n * c.CopyUs(4 * n) + n * c.copy_us +
                                                0.5 * n * c.gamma_us + 2 * 32 * c.sync_us);
+}
+
+// KOLO_SHM_STORES reaches both users of the shared-memory engine through the registry, which
+// the runtime and kolo-bench build with the setting's word.
+TEST(ShmStoresSetting, TheRegistryGivesItToShmAndHierarchical) {
+  const std::pair<const char*, HandoverWatch::Mode> words[] = {
+      {"auto", HandoverWatch::Mode::kAuto},
+      {"plain", HandoverWatch::Mode::kPlain},
+      {"streamed", HandoverWatch::Mode::kStreamed}};
+  for (const auto& [word, mode] : words) {
+    AllreduceSelector selector("", CostModel(), "", word);
+    auto* shm = dynamic_cast<ShmAllreduce*>(selector.Find("shm"));
+    auto* hierarchical = dynamic_cast<HierarchicalAllreduce*>(selector.Find("hierarchical"));
+    ASSERT_TRUE(shm != nullptr && hierarchical != nullptr);
+    EXPECT_EQ(shm->reducer().stream_mode(), mode) << word;
+    EXPECT_EQ(hierarchical->reducer().stream_mode(), mode) << word;
+  }
 }
 
 }  // namespace
