@@ -2,7 +2,7 @@
 # the run; the whole log stays in a file). A CI log keeps only its last lines, and a sanitizer
 # stage prints thousands (every test, every warning the fault tests provoke), so without this a
 # failed stage shows nothing of what failed. Prints:
-#   - gtest's summary lines and the list of failed tests;
+#   - gtest's summary lines and the lists of failed and skipped tests;
 #   - each failure's message (from "file:line: Failure" to its test's FAILED line);
 #   - each sanitizer report (from its WARNING/ERROR line or UBSan's "runtime error" to its
 #     SUMMARY line) under the name of the test that was running, which gtest prints as it
@@ -63,10 +63,11 @@ failure {
 /^\[==========\] / || /^\[  PASSED  \] / || /^\[  SKIPPED \] [0-9]/ || /^\[  FAILED  \] [0-9]/ \
     || /^ *[0-9]+ FAILED TESTS?$/ || /Sanitizer: reported [0-9]+ warnings?/ {
   print
-  listing = $0 ~ /^\[  FAILED  \] [0-9]/
+  listing = $0 ~ /^\[  (FAILED  |SKIPPED )\] [0-9]/
   next
 }
 
-listing && /^\[  FAILED  \] / {
+# The names gtest lists after its summary's FAILED and SKIPPED counts.
+listing && /^\[  (FAILED  |SKIPPED )\] / {
   print
 }
