@@ -217,8 +217,9 @@ LinkCost MeasureRingStep(const World& world, Communicator& comm, int repeats, co
 // them, as "mpi"), float32 sum on the bench communicator, 4 KiB .. 16 MiB (x4), blocks
 // interleaved across algorithms and sizes over `repeats` rounds, max over ranks of the median.
 // Only where every node has the same number of ranks: the layout is what the selector matches
-// the timings by (collectives/select/measured_estimate.h).
+// the timings by (collectives/select/measured_estimate.h). `shm_stores`: KOLO_SHM_STORES's word.
 MeasuredAllreduce MeasureAlgorithms(const World& world, Communicator& comm, int repeats,
+                                    const std::string& shm_stores,
                                     const std::function<void(const std::string&)>& out) {
   MeasuredAllreduce m;
   const SelectionInput layout = DescribeCommunicator(comm);
@@ -230,7 +231,7 @@ MeasuredAllreduce MeasureAlgorithms(const World& world, Communicator& comm, int 
   for (size_t s = size_t{4} << 10; s <= kAlgorithmMaxBytes; s *= 4) sizes.push_back(s);
   // The host algorithms that support every size timed: the file holds one time per size for
   // each algorithm it names.
-  AllreduceSelector selector;
+  const AllreduceSelector selector("", CostModel(), "", shm_stores);
   std::vector<AllreduceAlgorithm*> algorithms;
   for (const auto& [algo, us] : selector.Rank(layout)) {
     bool all = algo->memory() == MemoryKind::kHost;
@@ -524,7 +525,8 @@ int RunCalibration(const World& world, const CalibrateOptions& options) {
                                      "node MPI_Barrier: no shared memory",
                 model.cache_bytes / (1 << 20), llc > 0 ? "last level, sysfs" : "default");
   out(line);
-  model.measured_allreduce = MeasureAlgorithms(world, *comm, options.repeats, out);
+  model.measured_allreduce =
+      MeasureAlgorithms(world, *comm, options.repeats, options.shm_stores, out);
   model.measured = MeasuredText(world, map.nodes());
 
   int status = 0;

@@ -43,6 +43,8 @@ namespace kolo::bench {
 struct CalibrateOptions {
   std::string output = "kolo_tuning.json";
   int repeats = 5;
+  // KOLO_SHM_STORES's word: the shared-memory algorithms are timed storing as the runtime will.
+  std::string shm_stores = "auto";
 };
 
 // Collective. Prints what it measured (rank 0), writes options.output (rank 0). Returns 0, or

@@ -14,8 +14,10 @@ from the ranks' known inputs (a wrong value fails the run).
 Python, the binding and ``kolo_enqueue``, nothing that waits for a peer) and the wait for the
 result (``synchronize``: negotiation, the all-reduce, the completion), and adds the background
 thread's negotiation counters (``kolo._kolo.negotiation_stats()``) for the run; every rank
-prints one more line per run with their medians and per-cycle means. Where the time of a slow
-run goes: docs/benchmarks.md, "Where a slow process's dependent all-reduces spend their time".
+prints one more line per run with their medians and per-cycle means. These calls skip what
+``hvd.allreduce`` adds around the same two (its autograd function), so a run with --split is a
+little faster than one without. Where the time of a slow run goes: docs/benchmarks.md, "Where a
+slow process's dependent all-reduces spend their time".
 """
 import argparse
 import statistics

@@ -206,6 +206,7 @@ int Main(const World& world, Config& config, int argc, char** argv, int thread_l
       CalibrateOptions options;
       if (!f.output.empty()) options.output = f.output;
       options.repeats = std::max(5, f.repeats);
+      options.shm_stores = shm_stores;
       return RunCalibration(world, options);
     }
     AlgorithmsOptions options;

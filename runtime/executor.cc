@@ -122,7 +122,8 @@ void Runtime::Execute(const Response& response) {
   // no hashing, no name (fused hits may come without names).
   const bool by_id = !response.ids.empty();
   for (size_t i = 0; i < tensors; ++i) {
-    TensorEntry e = by_id ? queue_.Take(response.ids[i]) : queue_.Take(response.names[i]);
+    TensorEntry e = by_id ? queue_.Take(response.ids[i])
+                          : queue_.Take(response.names[i], response.type == ResponseType::kError);
     if (!e.handle && joined && !by_id &&
         (response.type == ResponseType::kAllreduce || response.type == ResponseType::kBarrier)) {
       e.request.name = response.names[i];  // no handle: this rank takes part with the identity

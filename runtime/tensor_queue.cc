@@ -143,7 +143,7 @@ void TensorQueue::TakeNewRequests(std::vector<const Request*>* out,
     if (n.id >= 0) {
       slots_[n.id].pending = false;
     } else if (!n.request->refused.empty() && n.request->refused != kRefusedJoined) {
-      ++refusals_[n.request->name];
+      refusals_.insert(n.request->name);
     }
     out->push_back(n.request);
   }
@@ -171,13 +171,9 @@ bool TensorQueue::NegotiatingNames(const std::vector<const Handle*>& handles,
   return names->size() == handles.size();
 }
 
-TensorEntry TensorQueue::Take(const std::string& name) {
+TensorEntry TensorQueue::Take(const std::string& name, bool error) {
   std::lock_guard<std::mutex> lock(mu_);
-  bool answers_refusal = false;
-  if (auto r = refusals_.find(name); r != refusals_.end()) {
-    answers_refusal = true;
-    if (--r->second == 0) refusals_.erase(r);
-  }
+  const bool answers_refusal = error && refusals_.erase(name) > 0;
   auto it = ids_.find(name);
   if (it == ids_.end()) return TensorEntry{};
   Slot& s = slots_[it->second];

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/handle.h"
@@ -73,9 +74,9 @@ class TensorQueue {
   // has completed: its caller is not stuck in negotiation).
   bool NegotiatingNames(const std::vector<const Handle*>& handles, std::vector<std::string>* names);
   // Moves out the entry of `name` for execution (nullptr handle if absent); the name stays
-  // reserved until Release. A Response that answers one of this rank's refusals of `name`
-  // takes no submission the refusal went out before (see refusals_).
-  TensorEntry Take(const std::string& name);
+  // reserved until Release. `error`: the Response is an error, which may answer this rank's
+  // refusal of the name; then it takes no submission made after the refusal (see refusals_).
+  TensorEntry Take(const std::string& name, bool error = false);
   // The same by the id Add gave the entry (Response::ids: this rank's own in-flight
   // submissions, and a name in flight keeps its id), without hashing or comparing names; an
   // empty entry when the id holds nothing in flight.
@@ -138,19 +139,21 @@ class TensorQueue {
   // with the last TakeNewRequests and are dropped by the next.
   std::deque<Request> loose_;
   size_t loose_handed_ = 0;
-  // This rank's refusals that went out and have no Response yet, by name. A refusal goes out
-  // ahead of any later submission of its name, so the coordinator answers it first: the next
-  // Response naming it is the refusal's. Take must then leave alone a submission of that name
-  // whose Request has not gone out: the refusing caller may submit the name again as soon as
-  // its peers' errors show the refusal negotiated, before this rank's background thread has
-  // executed that error. Failing the new submission with the old refusal would be wrong, and
-  // its Request, sent all the same, would make the coordinator start a collective for which
-  // this rank has no entry, while its peers wait in it. A submission that went out before the
-  // Response was in the coordinator's table beside the refusal, which reports the name as
-  // submitted twice: that error is the submission's too, and Take hands it over.
-  // (A refusal because the rank had joined, which the coordinator may drop unanswered, is not
-  // counted.)
-  std::unordered_map<std::string, int> refusals_;
+  // Names of this rank's refusals that went out and have no Response yet. A refusal goes out
+  // ahead of any later submission of its name, so the coordinator answers it first, with an
+  // error: the next error Response naming it is the refusal's. (Two refusals of a name out at
+  // once, or a refusal beside this rank's own earlier submission of the name, meet in one entry
+  // of the coordinator's table, which answers them all with one "submitted twice" error.) Take
+  // must then leave alone a submission of that name whose Request has not gone out: the
+  // refusing caller may submit the name again as soon as its peers' errors show the refusal
+  // negotiated, before this rank's background thread has executed that error. Failing the new
+  // submission with the old refusal would be wrong, and its Request, sent all the same, would
+  // make the coordinator start a collective for which this rank has no entry, while its peers
+  // wait in it. A submission that went out before the Response met the refusal in the
+  // coordinator's table: that error is the submission's too, and Take hands it over. (A
+  // refusal because the rank had joined, which the coordinator may drop unanswered, is not
+  // kept.)
+  std::unordered_set<std::string> refusals_;
   bool closed_ = false;
   std::string closed_reason_;
 };

@@ -79,9 +79,11 @@ run_logged() {
   shift
   kolo_log "+ $(printf '%q ' "$@")> ${log}"
   "$@" >"${log}" 2>&1 || rc=$?
-  awk -f "${SAN_DIR}/digest.awk" "${log}" >&2
+  awk -f "${SAN_DIR}/digest.awk" "${log}" >&2 || true
   if ((rc != 0)); then
-    kolo_log "exit ${rc}; the whole output is in ${log}"
+    # A crash or an abort outside any report (an assert, a signal) shows only at the end.
+    kolo_log "exit ${rc}; the last lines of ${log}, which has the whole output:"
+    tail -n 30 "${log}" >&2
   fi
   return "${rc}"
 }

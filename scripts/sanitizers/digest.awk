@@ -34,7 +34,9 @@ report {
   next
 }
 
-/^(WARNING|ERROR): (Thread|Address|Leak)Sanitizer/ || / runtime error: / {
+# ThreadSanitizer starts its reports with the bare word, AddressSanitizer and LeakSanitizer with
+# "==pid==" before it.
+/^(==[0-9]+==)?(WARNING|ERROR): (Thread|Address|Leak)Sanitizer/ || / runtime error: / {
   print "--- sanitizer report in " test ":"
   report = 1
   taken = 0

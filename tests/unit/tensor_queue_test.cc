@@ -158,33 +158,44 @@ Request Refusal(const std::string& name) {
 // The caller that refused "w" submits it again once its peers have seen the refusal's error,
 // which can be before this rank's background thread executes that error: the error answers
 // the refusal, not the new submission, whose Request has not gone out.
-TEST(TensorQueue, ARefusalsResponseLeavesALaterSubmissionOfItsNameAlone) {
+TEST(TensorQueue, ARefusalsErrorLeavesALaterSubmissionOfItsNameAlone) {
   TensorQueue q;
   q.AddRefused(Refusal("w"));
-  q.AddRefused(Refusal("w"));
-  ASSERT_EQ(TakeNew(q).size(), 2u);
+  ASSERT_EQ(TakeNew(q).size(), 1u);
   ASSERT_TRUE(q.Add(Entry("w")).ok());  // a refusal reserves no name
-  EXPECT_FALSE(q.Take("w").handle);     // the first refusal's error
-  EXPECT_FALSE(q.Take("w").handle);     // the second's
+  EXPECT_FALSE(q.Take("w", /*error=*/true).handle);  // the refusal's error
   std::vector<Request> sent = TakeNew(q);
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].name, "w");
-  EXPECT_GE(sent[0].id, 0);     // the entry's own Request, not a detached copy
-  TensorEntry w = q.Take("w");  // the Response to the new submission
+  EXPECT_GE(sent[0].id, 0);                     // the entry's own Request, not a detached copy
+  TensorEntry w = q.Take("w", /*error=*/true);  // an error now is the new submission's
   ASSERT_TRUE(w.handle);
   q.Release(w.request);
   EXPECT_TRUE(q.Add(Entry("w")).ok());
 }
 
+// Two refusals of a name out at once meet in one entry of the coordinator's table, which
+// answers both with one error.
+TEST(TensorQueue, RefusalsOfOneNameOutTogetherTakeOneError) {
+  TensorQueue q;
+  q.AddRefused(Refusal("w"));
+  q.AddRefused(Refusal("w"));
+  ASSERT_EQ(TakeNew(q).size(), 2u);
+  ASSERT_TRUE(q.Add(Entry("w")).ok());
+  EXPECT_FALSE(q.Take("w", /*error=*/true).handle);  // the refusals' one error
+  ASSERT_EQ(TakeNew(q).size(), 1u);
+  EXPECT_TRUE(q.Take("w", /*error=*/true).handle);
+}
+
 // A submission that went out while the refusal was still unanswered met it in the
 // coordinator's table, which fails the name as submitted twice: that error is the
 // submission's as well.
-TEST(TensorQueue, ASubmissionSentBesideARefusalSharesItsResponse) {
+TEST(TensorQueue, ASubmissionSentBesideARefusalSharesItsError) {
   TensorQueue q;
   q.AddRefused(Refusal("w"));
   ASSERT_TRUE(q.Add(Entry("w")).ok());
   ASSERT_EQ(TakeNew(q).size(), 2u);
-  EXPECT_TRUE(q.Take("w").handle);
+  EXPECT_TRUE(q.Take("w", /*error=*/true).handle);
 }
 
 }  // namespace
