@@ -14,9 +14,10 @@ from the ranks' known inputs (a wrong value fails the run).
 Python, the binding and ``kolo_enqueue``, nothing that waits for a peer) and the wait for the
 result (``synchronize``: negotiation, the all-reduce, the completion), and adds the background
 thread's negotiation counters (``kolo._kolo.negotiation_stats()``) for the run; every rank
-prints one more line per run with their medians and per-cycle means. These calls skip what
-``hvd.allreduce`` adds around the same two (its autograd function), so a run with --split is a
-little faster than one without. Where the time of a slow run goes: docs/benchmarks.md, "Where a
+prints one more line per run with their medians and per-cycle means, and the time of a fixed
+loop of Python run just before (100000 additions: the speed of the rank's core at the time,
+without kolo). These calls skip what ``hvd.allreduce`` adds around the same two (its autograd
+function), so a run with --split is a little faster than one without. Where the time of a slow run goes: docs/benchmarks.md, "Where a
 slow process's dependent all-reduces spend their time".
 """
 import argparse
@@ -53,6 +54,13 @@ def main():
         expected = sum(range(1, size + 1)) / size
         calls, submits, waits = [], [], []
         stats_before = _kolo.negotiation_stats() if args.split else None
+        if args.split:
+            # The speed of this rank's core right now, without kolo: a fixed loop of Python.
+            loop_start = time.perf_counter()
+            x = 0
+            for i in range(100000):
+                x += i
+            cpu_loop_ms = (time.perf_counter() - loop_start) * 1e3
         start = time.perf_counter()
         for _ in range(args.ops):
             before = time.perf_counter()
@@ -75,11 +83,12 @@ def main():
             cycles = max(1, after["cycles"] - stats_before["cycles"])
             print("dependent_allreduce: rank %d total_ms %.2f submit_median_us %.1f "
                   "wait_median_us %.1f cycles %d negotiate_us_per_cycle %.1f "
-                  "exchange_us_per_cycle %.1f" % (
+                  "exchange_us_per_cycle %.1f cpu_loop_ms %.2f" % (
                       hvd.rank(), total_ms, statistics.median(submits), statistics.median(waits),
                       after["cycles"] - stats_before["cycles"],
                       (after["negotiate_ns"] - stats_before["negotiate_ns"]) / 1e3 / cycles,
-                      (after["exchange_ns"] - stats_before["exchange_ns"]) / 1e3 / cycles),
+                      (after["exchange_ns"] - stats_before["exchange_ns"]) / 1e3 / cycles,
+                      cpu_loop_ms),
                   flush=True)
         if hvd.rank() == 0:
             print("dependent_allreduce: ranks %d ops %d kib %d total_ms %.2f max_us %.1f "
