@@ -14,11 +14,15 @@ from the ranks' known inputs (a wrong value fails the run).
 Python, the binding and ``kolo_enqueue``, nothing that waits for a peer) and the wait for the
 result (``synchronize``: negotiation, the all-reduce, the completion), and adds the background
 thread's negotiation counters (``kolo._kolo.negotiation_stats()``) for the run; every rank
-prints one more line per run with their medians and per-cycle means, and the time of a fixed
-loop of Python run just before (100000 additions: the speed of the rank's core at the time,
-without kolo). These calls skip what ``hvd.allreduce`` adds around the same two (its autograd
-function), so a run with --split is a little faster than one without. Where the time of a slow run goes: docs/benchmarks.md, "Where a
-slow process's dependent all-reduces spend their time".
+prints one more line per run with their medians and per-cycle means, and its --cpu-loop time.
+These calls skip what ``hvd.allreduce`` adds around the same two (its autograd function), so a
+run with --split is a little faster than one without.
+
+--cpu-loop (implied by --split) times a fixed loop of Python on every rank just before each run,
+without kolo: the speed of the rank's core at the time (the host may give a vCPU less for
+seconds at a time). Rank 0's line then ends with the fastest and the slowest rank's loop.
+Where the time of a slow run goes: docs/benchmarks.md, "Where a slow process's dependent
+all-reduces spend their time".
 """
 import argparse
 import statistics
@@ -30,6 +34,16 @@ import torch
 import kolo.torch as hvd
 
 
+def CpuLoopMs():
+    """The time of a fixed loop of Python (100000 additions) in ms: the speed of this rank's
+    core at the moment, without kolo (the host may give a vCPU less for seconds at a time)."""
+    start = time.perf_counter()
+    x = 0
+    for i in range(100000):
+        x += i
+    return (time.perf_counter() - start) * 1e3
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ops", type=int, default=200, help="dependent all-reduces per run")
@@ -38,6 +52,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=20, help="untimed calls first")
     parser.add_argument("--split", action="store_true",
                         help="also time submission and wait apart, on every rank")
+    parser.add_argument("--cpu-loop", action="store_true",
+                        help="time a fixed loop of Python on every rank before each run")
     args = parser.parse_args()
     hvd.init()
     if args.split:
@@ -54,13 +70,7 @@ def main():
         expected = sum(range(1, size + 1)) / size
         calls, submits, waits = [], [], []
         stats_before = _kolo.negotiation_stats() if args.split else None
-        if args.split:
-            # The speed of this rank's core right now, without kolo: a fixed loop of Python.
-            loop_start = time.perf_counter()
-            x = 0
-            for i in range(100000):
-                x += i
-            cpu_loop_ms = (time.perf_counter() - loop_start) * 1e3
+        cpu_loop_ms = CpuLoopMs() if args.split or args.cpu_loop else None
         start = time.perf_counter()
         for _ in range(args.ops):
             before = time.perf_counter()
@@ -90,10 +100,18 @@ def main():
                       (after["exchange_ns"] - stats_before["exchange_ns"]) / 1e3 / cycles,
                       cpu_loop_ms),
                   flush=True)
+        loop_text = ""
+        if cpu_loop_ms is not None:
+            # The fastest and the slowest rank's loop (after the run: the all-reduces that
+            # gather them are not timed).
+            loops = [hvd.allreduce(torch.tensor([cpu_loop_ms], dtype=torch.float64), op=op,
+                                   name="cpu_loop_" + label).item()
+                     for op, label in ((hvd.Min, "min"), (hvd.Max, "max"))]
+            loop_text = " cpu_loop_ms_min %.2f cpu_loop_ms_max %.2f" % tuple(loops)
         if hvd.rank() == 0:
             print("dependent_allreduce: ranks %d ops %d kib %d total_ms %.2f max_us %.1f "
-                  "median_us %.1f" % (size, args.ops, args.kib, total_ms, max(calls),
-                                      statistics.median(calls)), flush=True)
+                  "median_us %.1f%s" % (size, args.ops, args.kib, total_ms, max(calls),
+                                        statistics.median(calls), loop_text), flush=True)
     hvd.shutdown()
 
 

@@ -5,8 +5,12 @@
 #      interleaves them with MPI_Allreduce itself, median of 5 blocks) against MPI_Allreduce with
 #      the malloc settings of docs/machine-notes.md 2, as MPI's time over kolo's (above 1: kolo
 #      faster): shm, and the selector's pick (what `auto` runs);
-#   2. 200 dependent all-reduces of 1 KiB through kolo.torch (bench/dependent_allreduce.py): the
-#      total per run, and the worst run over the median run;
+#   2. 200 dependent all-reduces of 1 KiB through kolo.torch (bench/dependent_allreduce.py
+#      --cpu-loop, which also times a fixed loop of Python on each rank before the run): the
+#      total per run, and the worst run over the median run, over all rounds and over those
+#      whose slower rank ran the loop within 1.25x of the fastest round (the host may give a
+#      vCPU less for seconds at a time: docs/benchmarks.md, "Where a slow process's dependent
+#      all-reduces spend their time");
 #   3. a step's gradients of ResNet-50 and BERT-base (`kolo-bench --model`, path kolo: every
 #      tensor submitted at once, then all waited for), median step of the run, with Sum and
 #      with Average (Horovod's default, what its DistributedOptimizer asks for), and its time
@@ -66,7 +70,7 @@ for ((r = 1; r <= runs; ++r)); do
     -f 4 -c 1 -R 5 --json "${out}/allreduce-${r}.json"
   run "${out}/probe-${r}-after.json" "${probe}" --json
   run "${out}/dependent-${r}.txt" "${np[@]}" /usr/bin/python3 bench/dependent_allreduce.py \
-    --ops 200
+    --ops 200 --cpu-loop
   for model in resnet50 bert-base; do
     for op in sum avg; do
       run "${out}/${model}-${op}-${r}.txt" "${np[@]}" "${bench}" --model "${model}" \
@@ -117,13 +121,23 @@ for size in sorted(ratios):
         size >> 20, mmm(r["shm"]), mmm(fast[size]) if size in fast else "no fast round",
         ", ".join(sorted(picks.get(size, []))) or "none",
         mmm(r["pick"]) if "pick" in r else "not measured"))
-totals = []
+totals, loops = [], []
 for r in range(1, runs + 1):
-    m = re.search(r"total_ms ([0-9.]+)", open("%s/dependent-%d.txt" % (out, r)).read())
+    m = re.search(r"ranks \d+ ops \d+ kib \d+ total_ms ([0-9.]+) .* cpu_loop_ms_max ([0-9.]+)",
+                  open("%s/dependent-%d.txt" % (out, r)).read())
     totals.append(float(m.group(1)))
+    loops.append(float(m.group(2)))
 med = statistics.median(totals)
 print("\n## 200 dependent all-reduces of 1 KiB, 2 ranks: total ms per run")
 print("min / median / max %s; worst over median %.2f" % (mmm(totals, "%.1f"), max(totals) / med))
+# The slower rank's loop of Python before each run: how fast the host let its cores run then.
+# Rounds within 1.25x of the run's fastest loop had their cores at full speed.
+full = [t for t, l in zip(totals, loops) if l <= 1.25 * min(loops)]
+print("rounds (total ms, slower rank's cpu loop ms): " +
+      "; ".join("%d %.1f (%.2f)" % (r + 1, t, l) for r, (t, l) in enumerate(zip(totals, loops))))
+print("rounds with the cores at full speed (loop <= 1.25x the fastest): %d; %s" % (
+    len(full), "min / median / max %s, worst over median %.2f" % (
+        mmm(full, "%.1f"), max(full) / statistics.median(full)) if full else "none"))
 print("\n## gradient sets, 2 ranks: median step ms per run, and over the memory floor "
       "(every tensor copied once on every rank at once, the same run)")
 for model in ("resnet50", "bert-base"):
