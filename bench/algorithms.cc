@@ -210,10 +210,9 @@ int64_t RunAlgorithms(const World& world, const AlgorithmsOptions& options) {
   const AllreduceSelector selector("", cost, "", options.shm_stores);
   // Built with the same cost model and stores as the selector, as the runtime builds its
   // table: the hierarchical all-reduce picks its cross-node algorithm by the model.
-  HandoverWatch::Mode shm_stores = HandoverWatch::Mode::kAuto;
-  ParseShmStores(options.shm_stores, &shm_stores);
-  std::vector<std::unique_ptr<AllreduceAlgorithm>> table = MakeAllreduceAlgorithms(
-      std::make_shared<const CostModel>(cost), NcclAllreduceAlgorithm::kEither, shm_stores);
+  std::vector<std::unique_ptr<AllreduceAlgorithm>> table =
+      MakeAllreduceAlgorithms(std::make_shared<const CostModel>(cost),
+                              NcclAllreduceAlgorithm::kEither, ShmStoresOrAuto(options.shm_stores));
 
   const bool all = std::find(options.names.begin(), options.names.end(), "all") !=
                    options.names.end();

@@ -232,8 +232,8 @@ const std::vector<Knob>& Knobs() {
        Transport},
       {"KOLO_SHM_STORES", "", "auto|plain|streamed", "auto",
        "how the shared-memory all-reduce writes what its peers read: auto (streamed while the "
-       "cores hand cache lines over slowly, as a probe every 32 barriers decides), plain or "
-       "streamed",
+       "cores hand cache lines over slowly, as a probe at the first and every 8th large piece "
+       "decides), plain or streamed",
        ShmStores},
   };
   return knobs;

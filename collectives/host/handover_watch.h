@@ -111,6 +111,13 @@ inline bool ParseShmStores(std::string_view text, HandoverWatch::Mode* mode) {
   return true;
 }
 
+// The mode KOLO_SHM_STORES's word names, kAuto for anything else (runtime/config.cc refuses
+// other words before anything runs).
+inline HandoverWatch::Mode ShmStoresOrAuto(std::string_view text) {
+  HandoverWatch::Mode mode = HandoverWatch::Mode::kAuto;
+  return ParseShmStores(text, &mode) ? mode : HandoverWatch::Mode::kAuto;
+}
+
 }  // namespace kolo
 
 #endif  // KOLO_COLLECTIVES_HOST_HANDOVER_WATCH_H_

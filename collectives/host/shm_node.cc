@@ -78,10 +78,7 @@ struct ShmNodeReducer::State {
   }
 };
 
-ShmNodeReducer::ShmNodeReducer()
-    : piece_bytes_(kDefaultNodePieceBytes),
-      small_bytes_(kAutoSmall),
-      stream_mode_(HandoverWatch::Mode::kAuto) {}
+ShmNodeReducer::ShmNodeReducer() : piece_bytes_(kDefaultNodePieceBytes), small_bytes_(kAutoSmall) {}
 ShmNodeReducer::~ShmNodeReducer() = default;
 
 size_t ShmNodeReducer::SmallBytesFor(int ranks) const {

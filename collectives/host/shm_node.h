@@ -100,7 +100,7 @@ class ShmNodeReducer {
 
   size_t piece_bytes_;
   size_t small_bytes_;  // kAutoSmall: SmallBytesFor decides
-  HandoverWatch::Mode stream_mode_;
+  HandoverWatch::Mode stream_mode_ = HandoverWatch::Mode::kAuto;
   bool probe_shared_cores_ = false;
   std::chrono::milliseconds wait_timeout_{60000};
   // By communicator: an algorithm instance may serve several (process sets). Keyed by address,

@@ -158,15 +158,6 @@ SelectionInput DescribeCommunicator(const Communicator& comm) {
   return in;
 }
 
-namespace {
-
-HandoverWatch::Mode ShmStoresOrAuto(std::string_view word) {
-  HandoverWatch::Mode mode = HandoverWatch::Mode::kAuto;
-  return ParseShmStores(word, &mode) ? mode : HandoverWatch::Mode::kAuto;
-}
-
-}  // namespace
-
 AllreduceSelector::AllreduceSelector(std::string forced, CostModel cost, std::string_view nccl_algo,
                                      std::string_view shm_stores)
     : cost_(std::make_shared<const CostModel>(std::move(cost))),
