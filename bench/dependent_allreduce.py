@@ -3,6 +3,7 @@
 all-reduce needs the previous one's result.
 
     mpirun -np 2 /usr/bin/python3 bench/dependent_allreduce.py [--ops 200] [--runs 1] [--kib 1]
+        [--backend kolo|horovod]
 
 Each run times --ops calls of ``t = hvd.allreduce(t)`` on a float32 tensor of --kib KiB (each
 call waits for the one before, so nothing overlaps and every call pays a whole cycle: submit,
@@ -23,15 +24,17 @@ without kolo: the speed of the rank's core at the time (the host may give a vCPU
 seconds at a time). Rank 0's line then ends with the fastest and the slowest rank's loop.
 Where the time of a slow run goes: docs/benchmarks.md, "Where a slow process's dependent
 all-reduces spend their time".
+
+--backend horovod makes the same calls through ``horovod.torch`` where Horovod is installed (it is
+not part of the project); --split needs kolo's counters and is kolo's only.
 """
 import argparse
+import importlib
 import statistics
 import sys
 import time
 
 import torch
-
-import kolo.torch as hvd
 
 
 def CpuLoopMs():
@@ -54,10 +57,15 @@ def main():
                         help="also time submission and wait apart, on every rank")
     parser.add_argument("--cpu-loop", action="store_true",
                         help="time a fixed loop of Python on every rank before each run")
+    parser.add_argument("--backend", choices=("kolo", "horovod"), default="kolo",
+                        help="kolo.torch, or horovod.torch where Horovod is installed")
     args = parser.parse_args()
+    if args.split and args.backend != "kolo":
+        parser.error("--split reads kolo's own counters: --backend kolo only")
+    hvd = importlib.import_module(args.backend + ".torch")
     hvd.init()
     if args.split:
-        from kolo import _kolo  # kolo's own counters (with Horovod in place of kolo: no --split)
+        from kolo import _kolo  # kolo's own counters
     n = args.kib * 256
     for _ in range(args.warmup):
         hvd.allreduce(torch.ones(n), name="dependent", op=hvd.Sum)

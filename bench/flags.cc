@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "bench/algorithms.h"
 #include "kolo/kolo.h"
@@ -27,6 +28,23 @@ int UsageError(const std::string& message) {
     std::fflush(stderr);
   }
   return 2;
+}
+
+// --layout: the model's tensors as JSON Lines on stdout, for scripts that replay the same
+// gradients through another API (bench/gradient_set.py).
+int PrintLayout(const std::string& name) {
+  ModelLayout model;
+  if (!ModelByName(name, &model)) {
+    std::string names;
+    for (const std::string& m : ModelNames()) names += " " + m;
+    return UsageError("--layout takes --model NAME, one of" + names +
+                      (name.empty() ? "" : " (got '" + name + "')"));
+  }
+  if (!PrintsHere()) return 0;
+  for (const TensorSpec& t : model.tensors) {
+    std::printf("%s\n", nlohmann::json{{"name", t.name}, {"shape", t.shape}}.dump().c_str());
+  }
+  return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : 1;
 }
 
 bool IsDigits(const std::string& text) {
@@ -127,6 +145,10 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
   std::string model_help = "replay a model's gradients:";
   for (const std::string& m : ModelNames()) model_help += " " + m;
   app.add_option("--model", f.model, model_help);
+  app.add_flag("--layout", f.layout,
+               "with --model: print its tensors, one JSON object per line ({\"name\", "
+               "\"shape\"}, registration order), and exit (no MPI needed; bench/gradient_set.py "
+               "reads it)");
   app.add_flag("--no-progress", f.no_progress,
                "no progress line on stderr (shown only when stderr is a terminal)");
   app.add_option("--json", f.json,
@@ -169,6 +191,7 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
     if (PrintsHere()) std::printf("kolo-bench %s\n", VersionString().c_str());
     return 0;
   }
+  if (f.layout) return PrintLayout(f.model);
 
   // nccl-tests' flags that only make sense with several GPUs or threads per process.
   if (f.ngpus != 1 || f.nthreads != 1) {

@@ -46,6 +46,7 @@ struct Flags {
   std::string device = "host";
   std::string output;
   bool version = false;
+  bool layout = false;  // --layout: print --model's tensors and exit
 };
 
 struct Config {

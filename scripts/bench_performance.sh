@@ -11,31 +11,45 @@
 #      whose slower rank ran the loop within 1.25x of the fastest round (the host may give a
 #      vCPU less for seconds at a time: docs/benchmarks.md, "Where a slow process's dependent
 #      all-reduces spend their time");
-#   3. a step's gradients of ResNet-50 and BERT-base (`kolo-bench --model`, path kolo: every
-#      tensor submitted at once, then all waited for), median step of the run, with Sum and
-#      with Average (Horovod's default, what its DistributedOptimizer asks for), and its time
-#      over the memory floor measured beside it (path memcpy: every tensor copied once).
+#   3. a step's gradients of ResNet-50 and BERT-base as a Horovod user hands them over
+#      (bench/gradient_set.py: allreduce_async_ in place, Average, last layer first, then
+#      synchronize), the median step of each run, and its time over the memory floor measured
+#      beside it in the same script (every tensor copied once, every rank at once);
+#   4. the same sets through kolo-bench --model (path kolo: every tensor submitted at once out of
+#      place through the C API, then all waited for), with Sum and with Average, over its own
+#      floor (path memcpy).
 # Every all-reduce's output is checked (kolo-bench -c 1, the Python script's own check).
 # Each round's all-reduce comparison runs between two readings of kolo-core-probe
 # (bench/core_probe.cc): a round where either reading handed a cache line between the cores in
 # more than 120 ns ran in the machine's slow state (docs/machine-notes.md 11), and the all-reduce
 # table gives the fast rounds' figures beside all rounds'.
 #
-# Usage: scripts/bench_performance.sh [--runs N] [OUT]   (default OUT:
-# /tmp/kolo-performance-<date>); takes ~7 minutes for 10 runs on a 2-core machine.
-# Horovod is not part of the project; to compare with it, run bench/dependent_allreduce.py with
-# `import horovod.torch as hvd` in place of kolo.torch under the same mpirun.
+# Usage: scripts/bench_performance.sh [--runs N] [--horovod PYTHON] [OUT]   (default OUT:
+# /tmp/kolo-performance-<date>); takes ~6 minutes for 10 runs on a 2-core machine.
+# --horovod PYTHON: an interpreter that imports horovod.torch (Horovod is not part of the project;
+# docs/benchmarks.md says how it was built for the figures there). Every round then also runs 2
+# and 3 through Horovod (--backend horovod, the malloc settings above, Horovod's defaults
+# otherwise), interleaved with kolo's.
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "${KOLO_ROOT}"
-runs=10 out=""
+runs=10 out="" horovod=""
 while (($#)); do
   case "$1" in
     --runs)
       [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { kolo_log "--runs takes a positive number"; exit 2; }
       runs=$2
       shift 2
+      ;;
+    --horovod)
+      [[ -n ${2:-} ]] || { kolo_log "--horovod takes a Python interpreter"; exit 2; }
+      horovod=$2
+      shift 2
+      "${horovod}" -c "import horovod.torch" || {
+        kolo_log "--horovod ${horovod}: cannot import horovod.torch"
+        exit 2
+      }
       ;;
     -*) kolo_log "bench_performance: unknown option $1"; exit 2 ;;
     *) out=$1; shift ;;
@@ -71,6 +85,15 @@ for ((r = 1; r <= runs; ++r)); do
   run "${out}/probe-${r}-after.json" "${probe}" --json
   run "${out}/dependent-${r}.txt" "${np[@]}" /usr/bin/python3 bench/dependent_allreduce.py \
     --ops 200 --cpu-loop
+  [[ -z ${horovod} ]] || run "${out}/dependent-horovod-${r}.txt" env "${tuned[@]}" "${np[@]}" \
+    "${horovod}" bench/dependent_allreduce.py --ops 200 --cpu-loop --backend horovod
+  for model in resnet50 bert-base; do
+    run "${out}/set-${model}-${r}.txt" "${np[@]}" /usr/bin/python3 bench/gradient_set.py \
+      --model "${model}" --kolo-bench "${bench}"
+    [[ -z ${horovod} ]] || run "${out}/set-horovod-${model}-${r}.txt" env "${tuned[@]}" \
+      "${np[@]}" "${horovod}" bench/gradient_set.py --model "${model}" --kolo-bench "${bench}" \
+      --backend horovod
+  done
   for model in resnet50 bert-base; do
     for op in sum avg; do
       run "${out}/${model}-${op}-${r}.txt" "${np[@]}" "${bench}" --model "${model}" \
@@ -79,9 +102,9 @@ for ((r = 1; r <= runs; ++r)); do
   done
 done
 
-/usr/bin/python3 - "${out}" "${runs}" <<'PY'
-import json, re, statistics, sys
-out, runs = sys.argv[1], int(sys.argv[2])
+/usr/bin/python3 - "${out}" "${runs}" "${horovod}" <<'PY'
+import json, os, re, statistics, sys
+out, runs, horovod = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def rows(path):
     return [json.loads(l) for l in open(path) if l.startswith("{")]
 def mmm(values, fmt="%.2f"):
@@ -121,24 +144,43 @@ for size in sorted(ratios):
         size >> 20, mmm(r["shm"]), mmm(fast[size]) if size in fast else "no fast round",
         ", ".join(sorted(picks.get(size, []))) or "none",
         mmm(r["pick"]) if "pick" in r else "not measured"))
-totals, loops = [], []
-for r in range(1, runs + 1):
-    m = re.search(r"ranks \d+ ops \d+ kib \d+ total_ms ([0-9.]+) .* cpu_loop_ms_max ([0-9.]+)",
-                  open("%s/dependent-%d.txt" % (out, r)).read())
-    totals.append(float(m.group(1)))
-    loops.append(float(m.group(2)))
-med = statistics.median(totals)
-print("\n## 200 dependent all-reduces of 1 KiB, 2 ranks: total ms per run")
-print("min / median / max %s; worst over median %.2f" % (mmm(totals, "%.1f"), max(totals) / med))
-# The slower rank's loop of Python before each run: how fast the host let its cores run then.
-# Rounds within 1.25x of the run's fastest loop had their cores at full speed.
-full = [t for t, l in zip(totals, loops) if l <= 1.25 * min(loops)]
-print("rounds (total ms, slower rank's cpu loop ms): " +
-      "; ".join("%d %.1f (%.2f)" % (r + 1, t, l) for r, (t, l) in enumerate(zip(totals, loops))))
-print("rounds with the cores at full speed (loop <= 1.25x the fastest): %d; %s" % (
-    len(full), "min / median / max %s, worst over median %.2f" % (
-        mmm(full, "%.1f"), max(full) / statistics.median(full)) if full else "none"))
-print("\n## gradient sets, 2 ranks: median step ms per run, and over the memory floor "
+for backend, prefix in (("kolo", "dependent"), ("horovod", "dependent-horovod")):
+    if backend == "horovod" and not horovod:
+        continue
+    totals, loops = [], []
+    for r in range(1, runs + 1):
+        m = re.search(r"ranks \d+ ops \d+ kib \d+ total_ms ([0-9.]+) .* cpu_loop_ms_max ([0-9.]+)",
+                      open("%s/%s-%d.txt" % (out, prefix, r)).read())
+        totals.append(float(m.group(1)))
+        loops.append(float(m.group(2)))
+    med = statistics.median(totals)
+    print("\n## 200 dependent all-reduces of 1 KiB, 2 ranks, %s: total ms per run" % backend)
+    print("min / median / max %s; worst over median %.2f" % (mmm(totals, "%.1f"),
+                                                            max(totals) / med))
+    # The slower rank's loop of Python before each run: how fast the host let its cores run
+    # then. Rounds within 1.25x of the run's fastest loop had their cores at full speed.
+    full = [t for t, l in zip(totals, loops) if l <= 1.25 * min(loops)]
+    print("rounds (total ms, slower rank's cpu loop ms): " + "; ".join(
+        "%d %.1f (%.2f)" % (r + 1, t, l) for r, (t, l) in enumerate(zip(totals, loops))))
+    print("rounds with the cores at full speed (loop <= 1.25x the fastest): %d; %s" % (
+        len(full), "min / median / max %s, worst over median %.2f" % (
+            mmm(full, "%.1f"), max(full) / statistics.median(full)) if full else "none"))
+print("\n## gradient sets through Horovod's API (bench/gradient_set.py: allreduce_async_ in "
+      "place, Average), 2 ranks: median step ms per run, and over the copy floor of the same run")
+for model in ("resnet50", "bert-base"):
+    for backend, prefix in (("kolo", "set"), ("horovod", "set-horovod")):
+        if backend == "horovod" and not horovod:
+            continue
+        steps, floors = [], []
+        for r in range(1, runs + 1):
+            m = re.search(r"allreduce_ms ([0-9.]+) .* over_copy ([0-9.]+) wrong 0",
+                          open("%s/%s-%s-%d.txt" % (out, prefix, model, r)).read())
+            steps.append(float(m.group(1)))
+            floors.append(float(m.group(2)))
+        print("%s, %s: min / median / max %s ms; over the copies %s" % (
+            model, backend, mmm(steps, "%.1f"), mmm(floors)))
+print("\n## gradient sets through kolo-bench --model (out of place), 2 ranks: median step ms "
+      "per run, and over the memory floor "
       "(every tensor copied once on every rank at once, the same run)")
 for model in ("resnet50", "bert-base"):
     for op, label in (("sum", "Sum"), ("avg", "Average")):
