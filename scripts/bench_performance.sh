@@ -168,6 +168,7 @@ for backend, prefix in (("kolo", "dependent"), ("horovod", "dependent-horovod"))
 print("\n## gradient sets through Horovod's API (bench/gradient_set.py: allreduce_async_ in "
       "place, Average), 2 ranks: median step ms per run, and over the copy floor of the same run")
 for model in ("resnet50", "bert-base"):
+    by_backend = {}
     for backend, prefix in (("kolo", "set"), ("horovod", "set-horovod")):
         if backend == "horovod" and not horovod:
             continue
@@ -179,6 +180,12 @@ for model in ("resnet50", "bert-base"):
             floors.append(float(m.group(2)))
         print("%s, %s: min / median / max %s ms; over the copies %s" % (
             model, backend, mmm(steps, "%.1f"), mmm(floors)))
+        by_backend[backend] = steps
+    if horovod:
+        # Each round's kolo step over the Horovod step of the same round.
+        print("%s, kolo over Horovod round by round: min / median / max %s" % (
+            model, mmm([k / h for k, h in zip(by_backend["kolo"], by_backend["horovod"])],
+                       "%.3f")))
 print("\n## gradient sets through kolo-bench --model (out of place), 2 ranks: median step ms "
       "per run, and over the memory floor "
       "(every tensor copied once on every rank at once, the same run)")
