@@ -22,8 +22,9 @@ element makes every rank exit with status 1.
 --backend horovod runs the same steps through ``horovod.torch`` where Horovod is installed (it is
 not part of the project): both the measured runtime and its floor then come from this script,
 under the same launcher, so the two backends' lines compare directly. Horovod's own settings
-(HOROVOD_CYCLE_TIME, HOROVOD_FUSION_THRESHOLD, ...) stay as the environment gives them; its
-README asks for the malloc settings of docs/machine-notes.md 2 on CPUs.
+(HOROVOD_CYCLE_TIME, HOROVOD_FUSION_THRESHOLD, ...) stay as the environment gives them;
+scripts/bench_performance.sh runs it with the malloc settings of docs/machine-notes.md 2, without
+which Open MPI's MPI_Allreduce, that Horovod calls, collapses at these sizes.
 """
 import argparse
 import importlib
@@ -51,15 +52,18 @@ def Layout(model, kolo_bench):
 
 
 def Pattern(index, numel):
-    """Tensor `index`'s base values: small integers, so that every rank's input (the base times
-    rank + 1) and every sum of them are exact in float32."""
-    return ((torch.arange(numel, dtype=torch.int64) + index) % 11 + 1).to(torch.float32)
+    """Tensor `index`'s base values: integers up to 1021, so that every rank's input (the base
+    times rank + 1) and every sum of them are exact in float32 (up to ~180 ranks). 1021 is prime
+    and each tensor starts 37 further along, so no two tensors of a model hold the same values:
+    a result delivered to the wrong tensor fails the check."""
+    return ((torch.arange(numel, dtype=torch.int64) + 37 * index) % 1021 + 1).to(torch.float32)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="resnet50",
-                        help="a layout of kolo-bench --model (resnet50, resnet101, bert-base)")
+                        help="a layout of kolo-bench --model (resnet50, resnet101, bert-base, "
+                        "tiny-1000)")
     parser.add_argument("--op", choices=("average", "sum"), default="average",
                         help="the reduction (Horovod's optimizer averages)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps")
@@ -74,6 +78,9 @@ def main():
         parser.error("--steps must be at least 1 and --warmup at least 0")
 
     layout = Layout(args.model, args.kolo_bench)
+    if not layout:
+        sys.exit("gradient_set: %s --model %s --layout printed no tensors" % (
+            args.kolo_bench, args.model))
     # One thread per rank for torch's own copies (the refill and the floor), as for the
     # runtime's: torch would otherwise start a thread per core in every rank.
     torch.set_num_threads(1)

@@ -18,14 +18,16 @@
 #   4. the same sets through kolo-bench --model (path kolo: every tensor submitted at once out of
 #      place through the C API, then all waited for), with Sum and with Average, over its own
 #      floor (path memcpy).
-# Every all-reduce's output is checked (kolo-bench -c 1, the Python script's own check).
+# Every output is checked: kolo-bench -c 1 every element; the Python scripts their first and
+# last timed results (gradient_set.py every element, dependent_allreduce.py each run's value).
 # Each round's all-reduce comparison runs between two readings of kolo-core-probe
 # (bench/core_probe.cc): a round where either reading handed a cache line between the cores in
 # more than 120 ns ran in the machine's slow state (docs/machine-notes.md 11), and the all-reduce
 # table gives the fast rounds' figures beside all rounds'.
 #
 # Usage: scripts/bench_performance.sh [--runs N] [--horovod PYTHON] [OUT]   (default OUT:
-# /tmp/kolo-performance-<date>); takes ~6 minutes for 10 runs on a 2-core machine.
+# /tmp/kolo-performance-<date>; relative paths are taken from the repository root); takes ~8
+# minutes for 10 runs on a 2-core machine, ~12.5 with --horovod.
 # --horovod PYTHON: an interpreter that imports horovod.torch (Horovod is not part of the project;
 # docs/benchmarks.md says how it was built for the figures there). Every round then also runs 2
 # and 3 through Horovod (--backend horovod, the malloc settings above, Horovod's defaults
@@ -103,7 +105,7 @@ for ((r = 1; r <= runs; ++r)); do
 done
 
 /usr/bin/python3 - "${out}" "${runs}" "${horovod}" <<'PY'
-import json, os, re, statistics, sys
+import json, re, statistics, sys
 out, runs, horovod = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def rows(path):
     return [json.loads(l) for l in open(path) if l.startswith("{")]

@@ -3,8 +3,8 @@
 
 For every model: one JSON object per line with "name" and "shape", as many tensors and
 parameters as the architecture's published counts (torchvision's resnet50 and resnet101,
-Hugging Face's bert-base-uncased BertModel), unique names, positive extents, and the same
-output when the launcher's rank variables say rank 0. Then the refusals: --layout without
+Hugging Face's bert-base-uncased BertModel; tiny-1000's 1000 tensors of 256), unique names,
+positive extents, and the same output when the launcher's rank variables say rank 0. Then the refusals: --layout without
 --model and with an unknown one exit with status 2 and name the known models; with a rank
 variable other than 0 nothing is printed (under mpirun only rank 0 prints, like --help).
 Exit status 0 when everything holds; the first failure is printed.
@@ -20,6 +20,7 @@ EXPECTED = {
     "resnet50": (161, 25557032),
     "resnet101": (314, 44549160),
     "bert-base": (199, 109482240),
+    "tiny-1000": (1000, 256000),  # 1000 tensors of [256]
 }
 
 
