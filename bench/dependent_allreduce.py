@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Dependent small all-reduces through Horovod's API (kolo.torch): the latency a training loop sees when each
-all-reduce needs the previous one's result.
+"""Dependent small all-reduces through Horovod's API (kolo.torch): the latency a training loop
+sees when each all-reduce needs the previous one's result.
 
     mpirun -np 2 /usr/bin/python3 bench/dependent_allreduce.py [--ops 200] [--runs 1] [--kib 1]
         [--backend kolo|horovod]

@@ -29,6 +29,7 @@ which Open MPI's MPI_Allreduce, that Horovod calls, collapses at these sizes.
 import argparse
 import importlib
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -93,12 +94,8 @@ def main():
     # 1..size, or its mean.
     factor = size * (size + 1) / 2 / (size if args.op == "average" else 1)
     names = [name for name, _ in layout]
-    inputs = []
-    for k, (_, shape) in enumerate(layout):
-        numel = 1
-        for extent in shape:
-            numel *= extent
-        inputs.append((Pattern(k, numel) * (rank + 1)).reshape(shape))
+    inputs = [(Pattern(k, math.prod(shape)) * (rank + 1)).reshape(shape)
+              for k, (_, shape) in enumerate(layout)]
     grads = [torch.empty_like(t) for t in inputs]
     copies = [torch.empty_like(t) for t in inputs]
     order = list(reversed(range(len(layout))))  # last layer first
@@ -131,8 +128,9 @@ def main():
     def Wrong():
         """Wrong elements over this rank's gradients, against the float64 reference."""
         wrong = 0
-        for k, g in enumerate(grads):
-            expected = Pattern(k, g.numel()).to(torch.float64) * factor
+        for k, (g, t) in enumerate(zip(grads, inputs)):
+            # This rank's input is the base times (rank + 1), exactly.
+            expected = t.reshape(-1).to(torch.float64) * (factor / (rank + 1))
             bad = ~torch.isclose(g.reshape(-1).to(torch.float64), expected, rtol=1e-6, atol=0)
             count = int(bad.sum())
             if count and wrong == 0:

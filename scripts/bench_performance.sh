@@ -146,15 +146,17 @@ for size in sorted(ratios):
         size >> 20, mmm(r["shm"]), mmm(fast[size]) if size in fast else "no fast round",
         ", ".join(sorted(picks.get(size, []))) or "none",
         mmm(r["pick"]) if "pick" in r else "not measured"))
-for backend, prefix in (("kolo", "dependent"), ("horovod", "dependent-horovod")):
-    if backend == "horovod" and not horovod:
-        continue
-    totals, loops = [], []
-    for r in range(1, runs + 1):
-        m = re.search(r"ranks \d+ ops \d+ kib \d+ total_ms ([0-9.]+) .* cpu_loop_ms_max ([0-9.]+)",
-                      open("%s/%s-%d.txt" % (out, prefix, r)).read())
-        totals.append(float(m.group(1)))
-        loops.append(float(m.group(2)))
+# The runtimes measured: kolo, and Horovod with --horovod; each one's files are named with its
+# suffix.
+backends = [("kolo", "")] + ([("horovod", "-horovod")] if horovod else [])
+def per_round(name, pattern):
+    """The numbers `pattern` finds in each round's file `name` % r, one tuple per round."""
+    return [tuple(float(g) for g in re.search(pattern, open(name % r).read()).groups())
+            for r in range(1, runs + 1)]
+for backend, suffix in backends:
+    totals, loops = zip(*per_round(
+        "%s/dependent%s-%%d.txt" % (out, suffix),
+        r"ranks \d+ ops \d+ kib \d+ total_ms ([0-9.]+) .* cpu_loop_ms_max ([0-9.]+)"))
     med = statistics.median(totals)
     print("\n## 200 dependent all-reduces of 1 KiB, 2 ranks, %s: total ms per run" % backend)
     print("min / median / max %s; worst over median %.2f" % (mmm(totals, "%.1f"),
@@ -171,15 +173,9 @@ print("\n## gradient sets through Horovod's API (bench/gradient_set.py: allreduc
       "place, Average), 2 ranks: median step ms per run, and over the copy floor of the same run")
 for model in ("resnet50", "bert-base"):
     by_backend = {}
-    for backend, prefix in (("kolo", "set"), ("horovod", "set-horovod")):
-        if backend == "horovod" and not horovod:
-            continue
-        steps, floors = [], []
-        for r in range(1, runs + 1):
-            m = re.search(r"allreduce_ms ([0-9.]+) .* over_copy ([0-9.]+) wrong 0",
-                          open("%s/%s-%s-%d.txt" % (out, prefix, model, r)).read())
-            steps.append(float(m.group(1)))
-            floors.append(float(m.group(2)))
+    for backend, suffix in backends:
+        steps, floors = zip(*per_round("%s/set%s-%s-%%d.txt" % (out, suffix, model),
+                                       r"allreduce_ms ([0-9.]+) .* over_copy ([0-9.]+) wrong 0"))
         print("%s, %s: min / median / max %s ms; over the copies %s" % (
             model, backend, mmm(steps, "%.1f"), mmm(floors)))
         by_backend[backend] = steps

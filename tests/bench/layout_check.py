@@ -4,13 +4,15 @@
 For every model: one JSON object per line with "name" and "shape", as many tensors and
 parameters as the architecture's published counts (torchvision's resnet50 and resnet101,
 Hugging Face's bert-base-uncased BertModel; tiny-1000's 1000 tensors of 256), unique names,
-positive extents, and the same output when the launcher's rank variables say rank 0. Then the refusals: --layout without
---model and with an unknown one exit with status 2 and name the known models; with a rank
-variable other than 0 nothing is printed (under mpirun only rank 0 prints, like --help).
+positive extents, and the same output when the launcher's rank variables say rank 0. Then the
+refusals: --layout without --model and with an unknown one exit with status 2 and name the
+known models; with a rank variable other than 0 nothing is printed (under mpirun only rank 0
+prints, like --help).
 Exit status 0 when everything holds; the first failure is printed.
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -52,10 +54,7 @@ def main():
         for r in rows:
             if not r["shape"] or any(not isinstance(e, int) or e <= 0 for e in r["shape"]):
                 fail("%s: tensor %s has shape %r" % (model, r["name"], r["shape"]))
-            count = 1
-            for extent in r["shape"]:
-                count *= extent
-            total += count
+            total += math.prod(r["shape"])
         if len(rows) != tensors or total != params:
             fail("%s: %d tensors, %d parameters; expected %d and %d" % (
                 model, len(rows), total, tensors, params))
