@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import kolo.torch as hvd
+from kolo.torch.basics import UnsupportedTensorError
 from kolo_reference import all_rank_values, assert_matches, reference_allreduce
 
 
@@ -133,6 +134,32 @@ def test_unsupported_dtype():
             fn()
         assert "complex" in str(info.value).lower(), str(info.value)
     _next_op_works("complex")
+
+
+def test_unsupported_argument_layout_and_device():
+    # Each refusal names the operation and what is wrong; the dtype's is test_unsupported_dtype.
+    cases = [([1.0, 2.0], TypeError, "expected a torch.Tensor, got list"),
+             (torch.ones(3).to_sparse(), UnsupportedTensorError, "torch.sparse_coo tensors"),
+             (torch.ones(3, device="meta"), UnsupportedTensorError, "the tensor is on meta")]
+    for k, (tensor, error, reason) in enumerate(cases):
+        for op, fn in (("allreduce", lambda n: hvd.allreduce_async_(tensor, name=n)),
+                       ("allgather", lambda n: hvd.allgather_async(tensor, name=n))):
+            name = "refused.%d.%s" % (k, op)
+            with pytest.raises(error) as info:
+                fn(name)
+            msg = str(info.value)
+            assert ("%s '%s.%s'" % (op, op, name)) in msg and reason in msg, msg
+    _next_op_works("layout")
+
+
+def test_tensor_that_requires_grad():
+    # Exported for kolo after a detach (DLPack carries no autograd state); its values reduce as
+    # any other tensor's.
+    inputs = all_rank_values("requires-grad", torch.float32, (5,))
+    mine = inputs[hvd.rank()].clone().requires_grad_()
+    out = hvd.allreduce(mine, op=hvd.Sum, name="requires_grad")
+    assert_matches(out, reference_allreduce(inputs, "Sum"), "all-reduce of a leaf requiring grad")
+    assert mine.requires_grad and torch.equal(mine.detach(), inputs[hvd.rank()])
 
 
 def test_name_reused_while_in_flight():

@@ -47,8 +47,8 @@ from kolo.torch.handles import (  # noqa: F401 (kolo.torch's other modules use t
     synchronize)
 from kolo.torch.submission import (  # noqa: F401 (kolo.torch's other modules use them from here)
     _as_tensor_list, _capsule, _check_disjoint, _check_tensor, _contiguous, _finish_in_place,
-    _group_ready_stream, _grouped_names, _memory_range, _ready_stream, _resolve_op, _submit,
-    _submit_all)
+    _group_ready_stream, _grouped_names, _memory_range, _ready_stream, _register_in_place,
+    _resolve_op, _submit, _submit_all)
 from kolo.torch import process_sets as _process_sets
 from kolo.torch.process_sets import (  # noqa: F401 (re-exported: Horovod's mpi_ops has them)
     ProcessSet, _process_set_id, add_process_set, global_process_set, remove_process_set)
@@ -182,7 +182,7 @@ def allreduce_async(tensor, average=None, name=None, op=None,
     fn, args = _allreduce_args(full_name, inp, out, op, prescale_factor, postscale_factor,
                                set_id)
     h = _submit(fn, *args)
-    return _register(handle, [h], (inp, out), lambda: out)
+    return _register(handle, h, inp, out)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None,
@@ -200,7 +200,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None,
     buf = _contiguous(tensor)
     fn, args = _allreduce_args(full_name, buf, buf, op, prescale_factor, postscale_factor, set_id)
     h = _submit(fn, *args)
-    return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))
+    return _register_in_place(handle, h, tensor, buf)
 
 
 def allreduce_(tensor, average=None, name=None, op=None,
@@ -539,7 +539,7 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
     inp = _contiguous(tensor)
     out = torch.empty_like(inp, memory_format=torch.contiguous_format)
     h = _submit_broadcast(full_name, inp, out, root_rank, process_set, set_id)
-    return _register(handle, [h], (inp, out), lambda: out)
+    return _register(handle, h, inp, out)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
@@ -553,7 +553,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
     _check_tensor(tensor, "broadcast", full_name, set_id, cuda_ok=True)
     buf = _contiguous(tensor)
     h = _submit_broadcast(full_name, buf, buf, root_rank, process_set, set_id)
-    return _register(handle, [h], (tensor, buf), _finish_in_place(tensor, buf))
+    return _register_in_place(handle, h, tensor, buf)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
