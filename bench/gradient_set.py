@@ -4,7 +4,7 @@
 each waited for with ``synchronize``.
 
     mpirun -np 2 /usr/bin/python3 bench/gradient_set.py --model resnet50 [--op average|sum]
-        [--steps 10] [--warmup 3] [--backend kolo|horovod] [--kolo-bench PATH]
+        [--steps 10] [--warmup 3] [--backend kolo|horovod] [--kolo-bench PATH] [--split N]
 
 The tensors have the names and shapes of the model's parameters (``kolo-bench --model NAME
 --layout``, bench/MODELS.md), each allocated by itself as a parameter's gradient is. Before
@@ -18,6 +18,10 @@ Rank 0 prints one line: the median, min and max step in ms for the all-reduces a
 copies, and the median step over the median copy. The first and last timed steps' results are
 checked on every rank against the values the ranks' inputs give (computed in float64); any wrong
 element makes every rank exit with status 1.
+
+--split N replaces the model's tensors by N flat ones holding as many elements in all (named
+``split.<k>``): with --split 1 the set is one all-reduce of the same bytes, which is what its
+step would cost without any cost per tensor.
 
 --backend horovod runs the same steps through ``horovod.torch`` where Horovod is installed (it is
 not part of the project): both the measured runtime and its floor then come from this script,
@@ -60,6 +64,16 @@ def Pattern(index, numel):
     return ((torch.arange(numel, dtype=torch.int64) + 37 * index) % 1021 + 1).to(torch.float32)
 
 
+def Split(layout, count):
+    """The layout's elements as `count` flat tensors, the first ones one element longer where
+    the total does not divide evenly."""
+    total = sum(math.prod(shape) for _, shape in layout)
+    if count > total:
+        sys.exit("gradient_set: --split %d: the model has only %d elements" % (count, total))
+    base, extra = divmod(total, count)
+    return [("split.%d" % k, [base + (1 if k < extra else 0)]) for k in range(count)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="resnet50",
@@ -67,6 +81,9 @@ def main():
                         "tiny-1000)")
     parser.add_argument("--op", choices=("average", "sum"), default="average",
                         help="the reduction (Horovod's optimizer averages)")
+    parser.add_argument("--split", type=int, default=0,
+                        help="instead of the model's tensors, its elements in this many tensors "
+                        "of (nearly) equal size: the same bytes, a different count of tensors")
     parser.add_argument("--steps", type=int, default=10, help="timed steps")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--backend", choices=("kolo", "horovod"), default="kolo",
@@ -75,13 +92,15 @@ def main():
         os.environ.get("KOLO_BUILD_DIR", os.path.join(REPO, "build")), "bench", "kolo-bench"),
                         help="the kolo-bench that gives the layout")
     args = parser.parse_args()
-    if args.steps < 1 or args.warmup < 0:
-        parser.error("--steps must be at least 1 and --warmup at least 0")
+    if args.steps < 1 or args.warmup < 0 or args.split < 0:
+        parser.error("--steps must be at least 1, --warmup and --split at least 0")
 
     layout = Layout(args.model, args.kolo_bench)
     if not layout:
         sys.exit("gradient_set: %s --model %s --layout printed no tensors" % (
             args.kolo_bench, args.model))
+    if args.split:
+        layout = Split(layout, args.split)
     # One thread per rank for torch's own copies (the refill and the floor), as for the
     # runtime's: torch would otherwise start a thread per core in every rank.
     torch.set_num_threads(1)
@@ -165,10 +184,11 @@ def main():
     allreduce_ms, copy_ms = slowest[:args.steps], slowest[args.steps:]
     if rank == 0:
         mib = sum(t.numel() * t.element_size() for t in inputs) / 2**20
+        model = args.model + (".split" if args.split else "")
         print("gradient_set: backend %s model %s ranks %d op %s tensors %d mib %.1f steps %d "
               "allreduce_ms %.2f min %.2f max %.2f copy_ms %.2f min %.2f max %.2f "
               "over_copy %.2f wrong %d" % (
-                  args.backend, args.model, size, args.op, len(layout), mib, args.steps,
+                  args.backend, model, size, args.op, len(layout), mib, args.steps,
                   statistics.median(allreduce_ms), min(allreduce_ms), max(allreduce_ms),
                   statistics.median(copy_ms), min(copy_ms), max(copy_ms),
                   statistics.median(allreduce_ms) / statistics.median(copy_ms), total_wrong),
