@@ -156,7 +156,7 @@ TEST(RingSegmentsMpiTest, ManySegmentsMatchReference) {
 // whichever the handover watch picks in the machine's state of the moment (handover_watch.h),
 // so either could go untested there. Plain, streamed, and every other rank streaming (each rank
 // decides alone in auto). Pieces of 20008 bytes so that most counts span several, and the
-// one-barrier path off below 64 bytes, so that small counts take the pieced path too.
+// one-barrier path only up to 64 bytes, so that small counts take the pieced path too.
 TEST(ShmStoresMpiTest, PlainStreamedAndMixedMatchReference) {
   Communicator& comm = *g_comm;
   std::vector<std::string> failures;
