@@ -3,20 +3,24 @@
 ``allreduce_async_`` for each, then ``synchronize`` for each, timed per tensor.
 
     [mpirun -np N] /usr/bin/python3 bench/submission_cost.py [--tensors 1000] [--elements 16]
-        [--steps 20] [--backend kolo|horovod]
+        [--steps 20] [--warmup 3] [--backend kolo|horovod]
 
 The tensors are so small that the data costs nothing: what is timed is the binding (argument
 checks, the hand-over to the runtime, the handle) and the runtime's work per tensor. Each step
 refills the tensors (untimed), starts the ranks together with a one-element all-reduce, then times
 the submissions and the synchronizations apart. A step's times are the slower rank's. Rank 0
 prints the median over the steps of the microseconds per tensor: submission, synchronization and
-their sum. The first and last steps' results are checked against the sum of every rank's input
-(exact in float32); a wrong element makes every rank exit with status 1.
+their sum, the fastest and the slowest step, and how many times Python's garbage collector
+walked every object (a generation-2 collection, counted through ``gc.callbacks``) during the
+timed steps on the slower rank: each such walk stalls the step it falls in (tens of ms under
+torch). The first and last timed steps' results are checked against the sum of every rank's
+input (exact in float32); a wrong element makes every rank exit with status 1.
 
 Where the ranks have a core each the submissions run beside the runtime's background thread; on
 more ranks than cores they share it, as a training step's Python does.
 """
 import argparse
+import gc
 import importlib
 import statistics
 import sys
@@ -63,8 +67,15 @@ def main():
     def Wrong():
         return sum(int((t != b * total).sum()) for t, b in zip(tensors, bases))
 
+    walks = [0]  # generation-2 collections while counting
+
+    def CountWalk(phase, info):
+        if phase == "stop" and info["generation"] == 2:
+            walks[0] += 1
+
     for _ in range(args.warmup):
         Step()
+    gc.callbacks.append(CountWalk)
     submit, sync, wrong = [], [], 0
     for s in range(args.steps):
         times = torch.tensor(Step(), dtype=torch.float64)
@@ -73,17 +84,24 @@ def main():
         slower = hvd.allreduce(times, name="submission_cost.times", op=hvd.Max)
         submit.append(float(slower[0]) / args.tensors * 1e6)
         sync.append(float(slower[1]) / args.tensors * 1e6)
+    gc.callbacks.remove(CountWalk)
     wrong = int(hvd.allreduce(torch.tensor([wrong], dtype=torch.int64),
                               name="submission_cost.wrong", op=hvd.Sum)[0])
+    walks = int(hvd.allreduce(torch.tensor(walks, dtype=torch.int64),
+                              name="submission_cost.walks", op=hvd.Max)[0])
     if rank == 0:
         both = [a + b for a, b in zip(submit, sync)]
         print("submission_cost: backend %s ranks %d tensors %d elements %d steps %d "
-              "submit_us %.2f synchronize_us %.2f per_tensor_us %.2f min %.2f max %.2f wrong %d"
+              "submit_us %.2f synchronize_us %.2f per_tensor_us %.2f min %.2f max %.2f "
+              "full_collections %d wrong %d"
               % (args.backend, size, args.tensors, args.elements, args.steps,
                  statistics.median(submit), statistics.median(sync), statistics.median(both),
-                 min(both), max(both), wrong), flush=True)
+                 min(both), max(both), walks, wrong), flush=True)
     hvd.shutdown()
     if wrong:
+        if rank == 0:
+            print("submission_cost: FAILED, %d wrong elements over the ranks" % wrong,
+                  file=sys.stderr, flush=True)
         sys.exit(1)
 
 

@@ -149,12 +149,19 @@ def test_unsupported_argument_layout_and_device():
                 fn(name)
             msg = str(info.value)
             assert ("%s '%s.%s'" % (op, op, name)) in msg and reason in msg, msg
+    # In a group the message names the member and says the operation is grouped.
+    with pytest.raises(UnsupportedTensorError) as info:
+        hvd.grouped_allreduce_async([torch.ones(3), torch.ones(3, device="meta")],
+                                    name="refused.group")
+    msg = str(info.value)
+    assert "grouped_allreduce 'allreduce.refused.group.1'" in msg, msg
+    assert "the tensor is on meta" in msg, msg
     _next_op_works("layout")
 
 
 def test_tensor_that_requires_grad():
-    # Exported for kolo after a detach (DLPack carries no autograd state); its values reduce as
-    # any other tensor's.
+    # A leaf that requires grad takes the detaching export (submission._capsule): its values
+    # reduce as any other tensor's, and the leaf itself is left as it was.
     inputs = all_rank_values("requires-grad", torch.float32, (5,))
     mine = inputs[hvd.rank()].clone().requires_grad_()
     out = hvd.allreduce(mine, op=hvd.Sum, name="requires_grad")

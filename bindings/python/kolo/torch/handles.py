@@ -13,14 +13,12 @@ from kolo.torch.basics import _internal_error
 class _Pending(object):
     """One operation between submission and synchronize.
 
-    Python's cyclic garbage collector counts every object it tracks that outlives a collection
-    of the youngest generation, and once enough have reached the oldest it walks every object
-    of the process: 35-45 ms under torch, in the middle of a step. A model's pending operations
-    live for a whole step, so they count. At seven tracked objects per in-place all-reduce
-    (this entry, a list, two tuples, a closure, its cell, a detached tensor), 200 steps of 1000
-    such all-reduces paid for 12 walks (bench/submission_cost.py). The common operation now
-    leaves one, this entry (a single kolo handle, nothing else to keep, its tensor as the
-    result): 2 walks in 200 steps."""
+    Kept to one object that Python's cyclic garbage collector tracks in the common case (a
+    single kolo handle, nothing else to keep, a tensor as the result), because the collector
+    counts every tracked object that outlives a young collection, and once enough have aged it
+    walks every object of the process: 35-55 ms under torch, in the middle of a step. A
+    model's pending operations live for a whole step, so each object they leave counts
+    (docs/benchmarks.md, "What a submission costs, and the collector's pauses")."""
     __slots__ = ("handles", "keep", "finish")
 
     def __init__(self, handles, keep, finish):
@@ -54,7 +52,9 @@ def _new_handle(prefix, name, process_set_id=0):
 
 
 def _register(handle, kolo_handles, keep, finish):
-    """Enters an operation in the handle map (see _Pending for the arguments)."""
+    """Enters an operation in the handle map. ``kolo_handles``: one kolo handle, or a list of
+    them (a list, no other sequence); ``keep``: what must live until it completes, or None;
+    ``finish``: the result, or a function that makes it (see _Pending)."""
     with _lock:
         _handle_map[handle] = _Pending(kolo_handles, keep, finish)
     return handle
