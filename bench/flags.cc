@@ -35,9 +35,7 @@ int UsageError(const std::string& message) {
 int PrintLayout(const std::string& name) {
   ModelLayout model;
   if (!ModelByName(name, &model)) {
-    std::string names;
-    for (const std::string& m : ModelNames()) names += " " + m;
-    return UsageError("--layout takes --model NAME, one of" + names +
+    return UsageError("--layout takes --model NAME, one of " + ModelNamesText() +
                       (name.empty() ? "" : " (got '" + name + "')"));
   }
   if (!PrintsHere()) return 0;
@@ -142,9 +140,7 @@ int ParseCommandLine(int argc, char** argv, Config* config) {
                  "comma list; sweep: mpi,kolo (default both); --model: "
                  "kolo,mpi-per-tensor,mpi-fused,memcpy, with --device cuda kolo,nccl-per-tensor,"
                  "nccl-fused (default all)");
-  std::string model_help = "replay a model's gradients:";
-  for (const std::string& m : ModelNames()) model_help += " " + m;
-  app.add_option("--model", f.model, model_help);
+  app.add_option("--model", f.model, "replay a model's gradients: " + ModelNamesText());
   app.add_flag("--layout", f.layout,
                "with --model: print its tensors, one JSON object per line ({\"name\", "
                "\"shape\"}, registration order), and exit (no MPI needed; bench/gradient_set.py "

@@ -29,9 +29,7 @@ std::string ChooseMode(const ModeFlags& flags, Mode* mode) {
   mode->on_device = flags.device == "cuda";
   mode->replay = !flags.model.empty();
   if (mode->replay && !ModelByName(flags.model, &mode->model)) {
-    std::string names;
-    for (const std::string& m : ModelNames()) names += " " + m;
-    return "unknown --model '" + flags.model + "'; one of" + names;
+    return "unknown --model '" + flags.model + "'; one of " + ModelNamesText();
   }
   if (mode->on_device && flags.negotiation) {
     return "--negotiation measures the host-side negotiation only (not with --device cuda)";

@@ -135,6 +135,12 @@ const std::vector<std::string>& ModelNames() {
   return kNames;
 }
 
+std::string ModelNamesText() {
+  std::string text;
+  for (const std::string& m : ModelNames()) text += (text.empty() ? "" : " ") + m;
+  return text;
+}
+
 bool ModelByName(std::string_view name, ModelLayout* layout) {
   if (name == "resnet50") {
     *layout = ResNet50();

@@ -47,6 +47,8 @@ ModelLayout Tiny1000();
 
 // The names accepted by ModelByName, in the order --help lists them.
 const std::vector<std::string>& ModelNames();
+// The same names, space-separated, for help texts and refusals.
+std::string ModelNamesText();
 // Fills *layout and returns true for a known name ("resnet50", "resnet101", "bert-base",
 // "tiny-1000").
 bool ModelByName(std::string_view name, ModelLayout* layout);
