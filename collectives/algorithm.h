@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/dtype.h"
 #include "base/status.h"
@@ -78,6 +79,13 @@ struct AllreduceArgs {
   ReduceOp op = ReduceOp::kSum;  // kSum, kMin, kMax or kProduct
 };
 
+// One tensor of a list all-reduce (AllreduceAlgorithm::RunList).
+struct AllreducePart {
+  const void* send = nullptr;  // == recv for in place
+  void* recv = nullptr;
+  size_t count = 0;  // elements
+};
+
 class AllreduceAlgorithm {
  public:
   virtual ~AllreduceAlgorithm() = default;
@@ -107,6 +115,26 @@ class AllreduceAlgorithm {
                                 std::string(DataTypeName(args.dtype)) + " result");
     }
     return RunWithPostscale(comm, args, postscale);
+  }
+
+  // Whether RunList can all-reduce a list of `dtype` tensors straight in their own buffers, as
+  // if they were one: a fused response then needs no fusion buffer, and so no packing and
+  // unpacking passes over its tensors.
+  virtual bool RunsLists(DataType dtype) const {
+    (void)dtype;
+    return false;
+  }
+  // The concatenation of `parts` all-reduced as Run of one buffer holding it would be (the same
+  // bits), each part's result in its recv, multiplied by `postscale` where it is not 1 (only
+  // where CanRunScaled too). Every rank passes the same counts, in the same order.
+  virtual Status RunList(Communicator& comm, const std::vector<AllreducePart>& parts,
+                         DataType dtype, ReduceOp op, double postscale) {
+    (void)comm;
+    (void)parts;
+    (void)dtype;
+    (void)op;
+    (void)postscale;
+    return UnimplementedError(std::string(Name()) + " cannot run a list of tensors");
   }
 
  protected:

@@ -65,14 +65,56 @@ Status FusionExecutor::Finish(void* dst, const void* src, size_t count, const Al
 
 Status FusionExecutor::Run(Communicator& comm, AllreduceAlgorithm& algorithm,
                            const AllreduceJob& job, ExecutorObserver* observer) {
-  const bool direct = job.tensors.size() == 1 && !IsHalf(job.dtype);
-  return direct ? RunDirect(comm, algorithm, job, observer)
-                : RunPieces(comm, algorithm, job, observer);
+  const size_t n = job.tensors.size();
+  if (IsHalf(job.dtype)) return RunPieces(comm, algorithm, job, 0, n, observer);
+  if (n == 1) return RunDirect(comm, algorithm, job, 0, observer);
+  if (algorithm.RunsLists(job.dtype)) return RunList(comm, algorithm, job, observer);
+  // A fused response can hold tensors of direct_bytes or more (the planner fuses them where
+  // the algorithm for the node takes lists); with one that does not, they go alone, in their own
+  // buffers, and the runs of smaller tensors between them through the fusion buffer. The same
+  // counts on every rank, so the same calls.
+  size_t begin = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (job.tensors[i].count * DataTypeSize(job.dtype) < direct_bytes_) continue;
+    if (begin < i) KOLO_RETURN_IF_ERROR(RunPieces(comm, algorithm, job, begin, i, observer));
+    KOLO_RETURN_IF_ERROR(RunDirect(comm, algorithm, job, i, observer));
+    begin = i + 1;
+  }
+  if (begin < n) return RunPieces(comm, algorithm, job, begin, n, observer);
+  return Status::OK();
+}
+
+Status FusionExecutor::RunList(Communicator& comm, AllreduceAlgorithm& algorithm,
+                               const AllreduceJob& job, ExecutorObserver* observer) {
+  std::vector<AllreducePart> parts;
+  parts.reserve(job.tensors.size());
+  for (const FusedTensor& t : job.tensors) {
+    parts.push_back(AllreducePart{t.input, t.output, t.count});
+    // As RunDirect: the prescaled input goes into the output, which is then reduced in place.
+    if (job.prescale != 1.0) {
+      KOLO_RETURN_IF_ERROR(ScaleCopy(t.output, t.input, t.count, job.dtype, job.prescale));
+      parts.back().send = t.output;
+    }
+  }
+  const double scale = LowerReduce(job.op, job.postscale, comm.Size()).float_postscale;
+  const bool scaled =
+      IsFloatingPoint(job.dtype) && scale != 1.0 && algorithm.CanRunScaled(job.dtype);
+  {
+    StageScope reduce(observer, ExecutorObserver::Stage::kReduce, 0, job.tensors.size() - 1);
+    KOLO_RETURN_IF_ERROR(
+        algorithm.RunList(comm, parts, job.dtype, WireOp(job.op), scaled ? scale : 1.0));
+  }
+  if (scaled) return Status::OK();
+  for (const FusedTensor& t : job.tensors) {
+    KOLO_RETURN_IF_ERROR(Finish(t.output, t.output, t.count, job, comm.Size()));
+  }
+  return Status::OK();
 }
 
 Status FusionExecutor::RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm,
-                                 const AllreduceJob& job, ExecutorObserver* observer) {
-  const FusedTensor& t = job.tensors[0];
+                                 const AllreduceJob& job, size_t index,
+                                 ExecutorObserver* observer) {
+  const FusedTensor& t = job.tensors[index];
   AllreduceArgs args{t.input, t.output, t.count, job.dtype, WireOp(job.op)};
   if (job.prescale != 1.0) {
     KOLO_RETURN_IF_ERROR(ScaleCopy(t.output, t.input, t.count, job.dtype, job.prescale));
@@ -84,7 +126,7 @@ Status FusionExecutor::RunDirect(Communicator& comm, AllreduceAlgorithm& algorit
   const bool scaled = IsFloatingPoint(job.dtype) && !IsHalf(job.dtype) && scale != 1.0 &&
                       algorithm.CanRunScaled(job.dtype);
   {
-    StageScope reduce(observer, ExecutorObserver::Stage::kReduce, 0, 0);
+    StageScope reduce(observer, ExecutorObserver::Stage::kReduce, index, index);
     KOLO_RETURN_IF_ERROR(scaled ? algorithm.RunScaled(comm, args, scale)
                                 : algorithm.Run(comm, args));
   }
@@ -93,7 +135,8 @@ Status FusionExecutor::RunDirect(Communicator& comm, AllreduceAlgorithm& algorit
 }
 
 Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorithm,
-                                 const AllreduceJob& job, ExecutorObserver* observer) {
+                                 const AllreduceJob& job, size_t begin, size_t end,
+                                 ExecutorObserver* observer) {
   KOLO_RETURN_IF_ERROR(buffer_.Reserve(piece_bytes_));
   const DataType wire = WireType(job.dtype);
   const size_t wsize = DataTypeSize(wire);
@@ -102,10 +145,10 @@ Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorit
   char* buf = buffer_.data();
 
   size_t total = 0;
-  for (const FusedTensor& t : job.tensors) total += t.count;
+  for (size_t i = begin; i < end; ++i) total += job.tensors[i].count;
 
   // Cursor over the tensors: tensor index and element offset inside it.
-  size_t ti = 0, toff = 0;
+  size_t ti = begin, toff = 0;
   for (size_t start = 0; start < total; start += piece) {
     const size_t n = std::min(piece, total - start);
     // Pack [start, start+n) of the concatenation.
@@ -131,7 +174,7 @@ Status FusionExecutor::RunPieces(Communicator& comm, AllreduceAlgorithm& algorit
       }
     }
     // Skip the empty tensors that follow, so the cursor always points at data.
-    while (ti < job.tensors.size() && job.tensors[ti].count == 0) ++ti;
+    while (ti < end && job.tensors[ti].count == 0) ++ti;
 
     stage.emplace(observer, ExecutorObserver::Stage::kReduce, pack_ti, last);
     KOLO_RETURN_IF_ERROR(algorithm.Run(comm, AllreduceArgs{buf, buf, n, wire, WireOp(job.op)}));
@@ -159,7 +202,9 @@ Status FusionExecutor::RunAdasum(Communicator& comm, AdasumAllreduce& adasum,
                                  const AllreduceJob& job, ExecutorObserver* observer) {
   if (job.tensors.empty()) return Status::OK();
   // One tensor in a wide dtype: in its own buffers, as any other algorithm runs it.
-  if (job.tensors.size() == 1 && !IsHalf(job.dtype)) return RunDirect(comm, adasum, job, observer);
+  if (job.tensors.size() == 1 && !IsHalf(job.dtype)) {
+    return RunDirect(comm, adasum, job, 0, observer);
+  }
   const DataType wire = WireType(job.dtype);
   const size_t wsize = DataTypeSize(wire);
   std::vector<size_t> counts;

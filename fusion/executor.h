@@ -12,6 +12,13 @@
 //    piece each (the communicator cuts them); a floating tensor's scale (Average, postscale) is
 //    then applied by the algorithm's last pass where it can (CanRunScaled: the same bits, one
 //    pass over the tensor fewer), else by a pass of its own;
+//  - a fused Response that needs no widening, given to an algorithm that takes lists
+//    (RunsLists: shm), skips the buffer too: one RunList over its tensors where they are, as if
+//    they were one buffer (prescale as on the direct path, the scale folded in the same way);
+//  - with an algorithm that does not, a fused Response's tensors of direct_bytes or more (the
+//    planner fuses them only where the node's algorithm takes lists, so this is the exception:
+//    a forced algorithm, say) run alone as on the direct path, and the runs of smaller tensors
+//    between them go through the buffer;
 //  - Adasum (RunAdasum) scales like Sum (prescale before, postscale after; no division), and
 //    takes its tensors whole: its dot products span a tensor, so it cannot run in pieces.
 #ifndef KOLO_FUSION_EXECUTOR_H_
@@ -53,7 +60,10 @@ struct AllreduceJob {
 
 class FusionExecutor {
  public:
-  explicit FusionExecutor(size_t piece_bytes) : piece_bytes_(piece_bytes) {}
+  // piece_bytes: the fusion buffer's size. direct_bytes: a fused response's tensor of at least
+  // this size is reduced alone, in its own buffers, by an algorithm that does not take lists.
+  explicit FusionExecutor(size_t piece_bytes, size_t direct_bytes = size_t{64} << 10)
+      : piece_bytes_(piece_bytes), direct_bytes_(direct_bytes) {}
   // Allocates and touches the buffer now, so the first collective does not pay for it.
   Status Prepare() { return buffer_.Reserve(piece_bytes_); }
 
@@ -68,14 +78,20 @@ class FusionExecutor {
                    ExecutorObserver* observer = nullptr);
 
  private:
+  // Tensor `index` of the job alone, in its own buffers.
   Status RunDirect(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
-                   ExecutorObserver* observer);
+                   size_t index, ExecutorObserver* observer);
+  // Tensors [begin, end) of the job through the fusion buffer, a piece at a time.
   Status RunPieces(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
-                   ExecutorObserver* observer);
+                   size_t begin, size_t end, ExecutorObserver* observer);
+  // The tensors reduced in their own buffers by an algorithm that takes a list (RunsLists).
+  Status RunList(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
+                 ExecutorObserver* observer);
   // Post-processing (Average, postscale) of `count` reduced elements from src into dst.
   Status Finish(void* dst, const void* src, size_t count, const AllreduceJob& job, int size);
 
   size_t piece_bytes_;
+  size_t direct_bytes_;
   FusionBuffer buffer_;
   FusionBuffer whole_;  // Adasum's packed tensors (allocated on its first use)
 };

@@ -5,10 +5,12 @@
 // packing costs ~30% and big buffers fall out of cache):
 //  - a group holds at most `threshold_bytes` of tensor data (KOLO_FUSION_THRESHOLD); 0 = no
 //    fusion;
-//  - a tensor of at least `direct_bytes` (KOLO_FUSION_DIRECT_BYTES, default 64 KiB) is not
+//  - a tensor of at least `direct_bytes` (KOLO_FUSION_DIRECT_BYTES, 64 KiB by default) is not
 //    fused: packing and unpacking it would cost more (2 copies at ~15 GB/s) than the latency of
 //    a call of its own (a few us), so it is reduced straight from its buffers; it is never held
-//    back either;
+//    back either. Host tensors may have a direct size of their own (set_host_direct_bytes):
+//    where the node's all-reduce takes a fused group in its tensors' own buffers (shm's
+//    RunList) there is nothing to pack, and the runtime lets host tensors of any size fuse;
 //  - groups keep the order of their first member; other Responses keep their places.
 #ifndef KOLO_FUSION_PLANNER_H_
 #define KOLO_FUSION_PLANNER_H_
@@ -54,7 +56,14 @@ class ResponseFuser {
   // `expected`: how many Responses will be added (a hint: a new group reserves room for the
   // rest, so that it does not grow one name at a time).
   ResponseFuser(int64_t threshold_bytes, int64_t direct_bytes, size_t expected = 0)
-      : threshold_bytes_(threshold_bytes), direct_bytes_(direct_bytes), expected_(expected) {}
+      : threshold_bytes_(threshold_bytes),
+        direct_bytes_(direct_bytes),
+        host_direct_bytes_(direct_bytes),
+        expected_(expected) {}
+  // The direct size for host tensors alone (device tensors keep direct_bytes): where the
+  // host's all-reduce takes a fused response's tensors in their own buffers (RunsLists, shm on
+  // one node), fusing a large tensor costs no copy, and the runtime lets every size fuse.
+  void set_host_direct_bytes(int64_t bytes) { host_direct_bytes_ = bytes; }
   void Add(Response&& r);
   // `id`: this rank's Request::id of r's one name (or -1). A group keeps its members' ids
   // (Response::ids) while every member has one.
@@ -94,8 +103,13 @@ class ResponseFuser {
   // Adds a joining member's id to the group's, or drops the group's when either is missing.
   static void AddId(Response* group, int32_t id);
 
+  int64_t DirectBytes(int32_t device) const {
+    return device < 0 ? host_direct_bytes_ : direct_bytes_;
+  }
+
   int64_t threshold_bytes_;
-  int64_t direct_bytes_;
+  int64_t direct_bytes_;       // device tensors
+  int64_t host_direct_bytes_;  // host tensors
   size_t expected_;
   size_t added_ = 0;
   std::vector<Response> out_;
@@ -123,7 +137,7 @@ void ResponseFuser::AddHits(const std::vector<int>& slots, const FusionKey* keys
       const int slot = slots[i];
       const FusionKey& next = keys[slot];
       if (next.tag != k.tag || next.prescale != k.prescale || next.postscale != k.postscale ||
-          next.bytes >= direct_bytes_ || next.bytes > threshold_bytes_ ||
+          next.bytes >= DirectBytes(next.device) || next.bytes > threshold_bytes_ ||
           o.bytes + next.bytes > threshold_bytes_) {
         break;
       }

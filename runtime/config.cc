@@ -96,6 +96,15 @@ Status Bytes(std::string_view v, Config& c) {
   return Status::OK();
 }
 
+// KOLO_FUSION_DIRECT_BYTES: "auto" or a byte count.
+Status DirectBytes(std::string_view v, Config& c) {
+  if (v == "auto") {
+    c.fusion_direct_bytes = kFusionDirectAuto;
+    return Status::OK();
+  }
+  return Bytes<&Config::fusion_direct_bytes, 0>(v, c);
+}
+
 Status Level(std::string_view v, Config& c) {
   auto level = ParseLogLevel(std::string(v));
   if (!level.ok()) return level.status();
@@ -130,9 +139,11 @@ const std::vector<Knob>& Knobs() {
        "fused groups are packed, reduced and unpacked in pieces of this size (also the largest "
        "single library call)",
        Bytes<&Config::fusion_chunk_bytes, 64>},
-      {"KOLO_FUSION_DIRECT_BYTES", "", "bytes", "65536",
-       "a tensor at least this large is not fused: it is reduced straight from its own buffers",
-       Bytes<&Config::fusion_direct_bytes, 0>},
+      {"KOLO_FUSION_DIRECT_BYTES", "", "bytes or auto", "auto",
+       "a tensor at least this large is not fused: it is reduced straight from its own buffers; "
+       "auto: 64 KiB, and no limit for host tensors on one node with shared memory (fused "
+       "there without copies)",
+       DirectBytes},
       {"KOLO_WAKE_ON_SUBMIT", "", "0/1", "1",
        "1: a submission starts the next negotiation cycle at once; 0: cycles run only every "
        "KOLO_CYCLE_TIME, as in Horovod",

@@ -14,6 +14,16 @@
 
 namespace kolo {
 
+// KOLO_FUSION_DIRECT_BYTES=auto (the default): kFusionDirectPackedBytes where fused tensors are
+// packed into the fusion buffer, and no limit for host tensors where the node's all-reduce
+// takes a fused response's tensors in their own buffers (Runtime::HostFusionTakesLists).
+constexpr int64_t kFusionDirectAuto = -1;
+constexpr int64_t kFusionDirectPackedBytes = int64_t{64} << 10;
+// The direct size where fusion packs: the configured one, or auto's.
+inline int64_t PackedDirectBytes(int64_t configured) {
+  return configured < 0 ? kFusionDirectPackedBytes : configured;
+}
+
 // Every field's default and parser live in its row of Knobs(): a default-constructed Config
 // holds the rows' defaults.
 struct Config {
@@ -22,7 +32,7 @@ struct Config {
   double cycle_time_ms;             // KOLO_CYCLE_TIME
   int64_t fusion_threshold_bytes;   // KOLO_FUSION_THRESHOLD; 0 disables fusion
   int64_t fusion_chunk_bytes;       // KOLO_FUSION_CHUNK_BYTES
-  int64_t fusion_direct_bytes;      // KOLO_FUSION_DIRECT_BYTES
+  int64_t fusion_direct_bytes;      // KOLO_FUSION_DIRECT_BYTES; kFusionDirectAuto: "auto"
   bool wake_on_submit;              // KOLO_WAKE_ON_SUBMIT
   LogLevel log_level;               // KOLO_LOG_LEVEL
   bool log_hide_time;               // KOLO_LOG_HIDE_TIME

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -29,7 +30,7 @@ namespace {
 ControllerOptions ControllerOptionsOf(const Config& c) {
   ControllerOptions o;
   o.fusion_threshold_bytes = c.fusion_threshold_bytes;
-  o.fusion_direct_bytes = c.fusion_direct_bytes;
+  o.fusion_direct_bytes = PackedDirectBytes(c.fusion_direct_bytes);
   o.cache_capacity = c.cache_capacity;
   o.stall.enabled = !c.stall_check_disable;
   o.stall.check_seconds = c.stall_check_seconds;
@@ -52,7 +53,8 @@ Runtime::Runtime(Config config, RankLayout layout, std::unique_ptr<Communicator>
       data_(std::move(data)),
       controller_(*control_, ControllerOptionsOf(config)),
       progress_(ControllerOptionsOf(config).stall, layout.rank),
-      fusion_(static_cast<size_t>(config.fusion_chunk_bytes)) {}
+      fusion_(static_cast<size_t>(config.fusion_chunk_bytes),
+              static_cast<size_t>(PackedDirectBytes(config.fusion_direct_bytes))) {}
 
 Runtime::~Runtime() { Shutdown(); }
 
@@ -90,6 +92,9 @@ Status Runtime::Start() {
   auto choice = CollectiveChoice::Make(names);
   if (!choice.ok()) return choice.status();
   collectives_ = std::move(*choice);
+  if (config_.fusion_direct_bytes == kFusionDirectAuto && HostFusionTakesLists()) {
+    controller_.set_fusion_host_direct_bytes(std::numeric_limits<int64_t>::max());
+  }
   KOLO_RETURN_IF_ERROR(fusion_.Prepare());
 #if KOLO_WITH_NCCL
   // Making an NCCL communicator, and its first connection, wait for every rank as start does.
@@ -113,6 +118,29 @@ Status Runtime::Start() {
   // the process (base/broken_pipe.h).
   thread_ = StartThreadBlockingBrokenPipe([this] { BackgroundLoop(); });
   return Status::OK();
+}
+
+// The planner leaves tensors of 64 KiB or more unfused because packing them
+// into the fusion buffer and back costs two passes over them. An algorithm that takes a fused
+// response's tensors in their own buffers (RunsLists: shm, on one node) packs nothing, so there
+// every host tensor fuses up to the threshold (with KOLO_FUSION_DIRECT_BYTES=auto, the default):
+// one run over many tensors, with its barriers and pieces shared, instead of one run each.
+// Asked of what the selector picks for host float32
+// at both ends of that range; the same answer on every rank (the same communicator and
+// settings). Should another algorithm run a fused response after all, the executor still
+// reduces its large tensors alone (FusionExecutor::Run).
+bool Runtime::HostFusionTakesLists() {
+  if (config_.fusion_threshold_bytes <= 0) return false;
+  for (int64_t bytes : {kFusionDirectPackedBytes, config_.fusion_threshold_bytes}) {
+    SelectionInput in = DescribeCommunicator(*data_);
+    in.dtype = DataType::kFloat32;
+    in.count = static_cast<size_t>(std::max<int64_t>(bytes, 4) / 4);
+    in.bytes = in.count * 4;
+    in.op = ReduceOp::kSum;
+    auto algorithm = selector_.Select(in);
+    if (!algorithm.ok() || !(*algorithm)->RunsLists(in.dtype)) return false;
+  }
+  return true;
 }
 
 NegotiationStats Runtime::negotiation_stats() const {

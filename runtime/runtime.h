@@ -193,6 +193,9 @@ class Runtime {
   Status ExecuteReducescatter(const Response& response, TensorEntry& entry);
   Status ExecuteAlltoall(const Response& response, TensorEntry& entry);
   void FailAll(const Status& status);
+  // Whether fused host responses run in their tensors' own buffers (Start: then every host
+  // tensor may fuse; runtime.cc says why).
+  bool HostFusionTakesLists();
   // Frees the entry's name, then completes its handle: once a caller sees completion, the name
   // can be submitted again.
   void Finish(TensorEntry& entry, Status status);

@@ -56,4 +56,28 @@ Status ShmAllreduce::RunWithPostscale(Communicator& comm, const AllreduceArgs& a
   return reducer_.Run(*node->local, args, node->local->Size(), nullptr, postscale);
 }
 
+Status ShmAllreduce::RunList(Communicator& comm, const std::vector<AllreducePart>& parts,
+                             DataType dtype, ReduceOp op, double postscale) {
+  if (!RunsLists(dtype)) return AllreduceAlgorithm::RunList(comm, parts, dtype, op, postscale);
+  if (postscale != 1.0 && !CanRunScaled(dtype)) {
+    return UnimplementedError("shm cannot scale a " + std::string(DataTypeName(dtype)) + " result");
+  }
+  if (comm.Size() == 1) {
+    for (const AllreducePart& p : parts) {
+      KOLO_RETURN_IF_ERROR(ScaleCopy(p.recv, p.send, p.count, dtype, postscale));
+    }
+    return Status::OK();
+  }
+  NodeContext* node = comm.node();
+  if (!node || !node->local || node->local->Size() != comm.Size()) {
+    return FailedPreconditionError("shm all-reduce: the communicator has no one-node context");
+  }
+  size_t count = 0;
+  for (const AllreducePart& p : parts) count += p.count;
+  if (count * DataTypeSize(dtype) <= reducer_.SmallBytesFor(comm.Size())) {
+    return reducer_.RunSmallParts(*node->local, parts, dtype, op, postscale);
+  }
+  return reducer_.RunParts(*node->local, parts, dtype, op, node->local->Size(), nullptr, postscale);
+}
+
 }  // namespace kolo

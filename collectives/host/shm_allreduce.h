@@ -43,6 +43,10 @@
 // this path did before, read n(4p-2)/p and wrote n(3p-1)/p (3n and 2.5n at p = 2;
 // docs/benchmarks.md, "One pass fewer"). Streamed, the last pass writes the output alone and
 // the result is read back from it (n/p more read, from cache) to be streamed into the segment.
+// A list of tensors (RunList: a fused response, which the executor then does not pack) runs as
+// their concatenation: the pieces and slices are ranges of it, each copied in, reduced and
+// copied out part by part where the tensors lie, so a fused step of many tensors shares its
+// pieces and barriers as one buffer would, with no fusion buffer and its two passes.
 // Small messages (n <= ShmNodeReducer::SmallBytesFor(p): 2 KiB with a core per rank, 16 KiB
 // with more ranks than cores) take the one-barrier path instead: every rank copies all of its
 // input into a slot, one barrier, every rank reduces all p slots in rank order (shm_node.h).
@@ -67,6 +71,11 @@ class ShmAllreduce : public AllreduceAlgorithm {
   Status Supports(const SelectionInput& in) const override;
   double EstimateMicros(const SelectionInput& in) const override;
   Status Run(Communicator& comm, const AllreduceArgs& args) override;
+  // A fused response's tensors are copied into the slots and out of the results where they
+  // are, as the slices of one buffer: no fusion buffer, so none of its packing passes.
+  bool RunsLists(DataType dtype) const override { return !IsHalf(dtype); }
+  Status RunList(Communicator& comm, const std::vector<AllreducePart>& parts, DataType dtype,
+                 ReduceOp op, double postscale) override;
 
   ShmNodeReducer& reducer() { return reducer_; }  // tests: piece size, wait timeout
 

@@ -9,6 +9,7 @@
 #define KOLO_CPU_RELAX() ((void)0)
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -46,15 +47,58 @@ std::atomic<uint64_t>* Counter(void* region, size_t offset) {
 }
 
 // Run's and RunSmall's `postscale`: 1, or a float32/float64 result without a hook.
-Status CheckPostscale(const AllreduceArgs& args, bool hook, double postscale) {
+Status CheckPostscale(DataType dtype, bool hook, double postscale) {
   if (postscale == 1.0) return Status::OK();
-  if (hook || (args.dtype != DataType::kFloat32 && args.dtype != DataType::kFloat64)) {
-    return InternalError(
-        "shared-memory all-reduce: a postscale on " + std::string(DataTypeName(args.dtype)) +
-        (hook ? " with a slice hook" : "") + " (only float32/float64 without a hook fold one)");
+  if (hook || (dtype != DataType::kFloat32 && dtype != DataType::kFloat64)) {
+    return InternalError("shared-memory all-reduce: a postscale on " +
+                         std::string(DataTypeName(dtype)) + (hook ? " with a slice hook" : "") +
+                         " (only float32/float64 without a hook fold one)");
   }
   return Status::OK();
 }
+
+// A call's parts seen as one buffer, their concatenation: the pieces and slices are ranges of
+// it, and ForEach finds where each range lies in the parts' own buffers.
+class Concatenation {
+ public:
+  Concatenation(const std::vector<AllreducePart>& parts, size_t elem_bytes)
+      : parts_(parts), es_(elem_bytes) {
+    starts_.reserve(parts.size());
+    for (const AllreducePart& p : parts) {
+      starts_.push_back(total_);
+      total_ += p.count;
+    }
+  }
+  size_t total() const { return total_; }
+
+  // f(send, recv, done, len) for each run of the elements [begin, begin + count) that lies in
+  // one part: send and recv point at the run's first element in that part's buffers, and
+  // `done` counts the range's elements before the run. Stops at f's first error.
+  template <typename F>
+  Status ForEach(size_t begin, size_t count, F&& f) const {
+    if (count == 0) return Status::OK();
+    // The last part starting at or before `begin` (empty parts start where the next one does).
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), begin) -
+                                   starts_.begin()) -
+               1;
+    for (size_t done = 0; done < count; ++i) {
+      const AllreducePart& p = parts_[i];
+      const size_t offset = begin + done - starts_[i];
+      const size_t len = std::min(p.count - offset, count - done);
+      if (len == 0) continue;
+      KOLO_RETURN_IF_ERROR(f(static_cast<const char*>(p.send) + offset * es_,
+                             static_cast<char*>(p.recv) + offset * es_, done, len));
+      done += len;
+    }
+    return Status::OK();
+  }
+
+ private:
+  const std::vector<AllreducePart>& parts_;
+  size_t es_;
+  std::vector<size_t> starts_;
+  size_t total_ = 0;
+};
 
 }  // namespace
 
@@ -249,8 +293,18 @@ int64_t ShmNodeReducer::ProbeHandover(State& s, int peer, uint64_t probe) {
 
 Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int owners,
                            const SliceHook& hook, double postscale) {
-  KOLO_RETURN_IF_ERROR(CheckPostscale(args, static_cast<bool>(hook), postscale));
-  if (args.count == 0) return Status::OK();
+  return RunParts(local, {AllreducePart{args.send, args.recv, args.count}}, args.dtype, args.op,
+                  owners, hook, postscale);
+}
+
+Status ShmNodeReducer::RunParts(Communicator& local, const std::vector<AllreducePart>& parts,
+                                DataType dtype, ReduceOp op, int owners, const SliceHook& hook,
+                                double postscale) {
+  KOLO_RETURN_IF_ERROR(CheckPostscale(dtype, static_cast<bool>(hook), postscale));
+  const size_t es = DataTypeSize(dtype);
+  const Concatenation all(parts, es);
+  const size_t count = all.total();
+  if (count == 0) return Status::OK();
   if (owners < 1 || owners > local.Size()) {
     return InternalError("shared-memory all-reduce: " + std::to_string(owners) +
                          " slice owners among " + std::to_string(local.Size()) + " ranks");
@@ -260,10 +314,7 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
   State& s = **state;
   if (!s.broken.ok()) return s.broken;
 
-  const size_t es = DataTypeSize(args.dtype);
   const size_t piece_elems = s.piece_bytes / es;
-  const char* in = static_cast<const char*>(args.send);
-  char* out = static_cast<char*>(args.recv);
   const int mine = s.rank < owners ? s.rank : -1;
   char* my_slot = s.Slot(s.rank);
   char* my_result = s.Result(s.rank);
@@ -272,7 +323,7 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
   // over slowly (handover_watch.h); decided per call, by this rank alone.
   const bool stream = s.watch.streaming();
   // Every rank makes the same calls with the same sizes and hooks: the same answer on each.
-  const bool probe_call = !hook && args.count * es >= kProbeMinBytes;
+  const bool probe_call = !hook && count * es >= kProbeMinBytes;
   auto copy_in = [stream](void* dst, const void* src, size_t bytes) {
     if (stream) {
       StreamCopy(dst, src, bytes);
@@ -281,18 +332,24 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
     }
   };
 
-  for (size_t first = 0; first < args.count; first += piece_elems) {
-    const size_t n = std::min(piece_elems, args.count - first);
-    const char* piece_in = in + first * es;
+  for (size_t first = 0; first < count; first += piece_elems) {
+    const size_t n = std::min(piece_elems, count - first);
     // Copy in every slice but my own: only I reduce my slice, and I read it from the user's
-    // buffer where it is. (Peers cannot read my user buffer: it is in another process.)
+    // buffers where it is. (Peers cannot read my user buffers: they are in another process.)
+    // `from`, `len`: a range of the piece, which goes to the same place in my slot.
+    auto gather = [&](size_t from, size_t len) {
+      return all.ForEach(first + from, len, [&](const char* send, char*, size_t done, size_t run) {
+        copy_in(my_slot + (from + done) * es, send, run * es);
+        return Status::OK();
+      });
+    };
     if (mine < 0) {
-      copy_in(my_slot, piece_in, n * es);
+      KOLO_RETURN_IF_ERROR(gather(0, n));
     } else {
       const SliceRange own = SliceOf(n, owners, mine);
-      copy_in(my_slot, piece_in, own.offset * es);
       const size_t tail = own.offset + own.count;
-      copy_in(my_slot + tail * es, piece_in + tail * es, (n - tail) * es);
+      KOLO_RETURN_IF_ERROR(gather(0, own.offset));
+      KOLO_RETURN_IF_ERROR(gather(tail, n - tail));
     }
     KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in"));
 
@@ -301,30 +358,38 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
     const bool own_written = mine >= 0 && !hook;
     if (mine >= 0) {
       const SliceRange own = SliceOf(n, owners, mine);
-      for (int r = 0; r < s.size; ++r) {
-        sources[r] = (r == s.rank ? piece_in : s.Slot(r)) + own.offset * es;
-      }
-      // Rank order, the same for every slice: results do not depend on who owns what. The
-      // first pass combines the first two operands (no copy of the first). In place, the
-      // owner's output slice is its own input slice, read in an earlier pass or in the last
-      // one (ReducePair lets copy equal an operand).
-      void* own_out = own_written ? out + (first + own.offset) * es : nullptr;
-      // The last pass also applies the postscale, so every copy of the result is scaled.
-      if (s.size == 1) {
-        KOLO_RETURN_IF_ERROR(ScaleCopy(my_result, sources[0], own.count, args.dtype, postscale));
-        if (own_out) std::memcpy(own_out, my_result, own.count * es);
-      }
-      // Streamed: the last pass goes to the private output alone, and the result is streamed
-      // from there (still in this core's cache) into the segment.
-      const bool stream_result = stream && own_out != nullptr && s.size > 1;
-      for (int r = 1; r < s.size; ++r) {
-        const bool last = r == s.size - 1;
-        KOLO_RETURN_IF_ERROR(ReducePairScaled(
-            last && stream_result ? own_out : my_result, r == 1 ? sources[0] : my_result,
-            sources[r], own.count, args.dtype, args.op, last ? postscale : 1.0,
-            last && !stream_result ? own_out : nullptr));
-      }
-      if (stream_result) StreamCopy(my_result, own_out, own.count * es);
+      // Part by part, the slice's runs: each element sees the same operands in the same order
+      // as in one buffer, so the bits do not depend on where the parts begin.
+      KOLO_RETURN_IF_ERROR(all.ForEach(
+          first + own.offset, own.count,
+          [&](const char* send, char* recv, size_t at, size_t len) -> Status {
+            for (int r = 0; r < s.size; ++r) {
+              sources[r] = r == s.rank ? send : s.Slot(r) + (own.offset + at) * es;
+            }
+            char* result = my_result + at * es;
+            // Rank order, the same for every slice: results do not depend on who owns what.
+            // The first pass combines the first two operands (no copy of the first). In place,
+            // the owner's output run is its own input run, read in an earlier pass or in the
+            // last one (ReducePair lets copy equal an operand).
+            void* own_out = own_written ? recv : nullptr;
+            // The last pass also applies the postscale, so every copy of the result is scaled.
+            if (s.size == 1) {
+              KOLO_RETURN_IF_ERROR(ScaleCopy(result, sources[0], len, dtype, postscale));
+              if (own_out) std::memcpy(own_out, result, len * es);
+            }
+            // Streamed: the last pass goes to the private output alone, and the result is
+            // streamed from there (still in this core's cache) into the segment.
+            const bool stream_result = stream && own_out != nullptr && s.size > 1;
+            for (int r = 1; r < s.size; ++r) {
+              const bool last = r == s.size - 1;
+              KOLO_RETURN_IF_ERROR(ReducePairScaled(last && stream_result ? own_out : result,
+                                                    r == 1 ? sources[0] : result, sources[r], len,
+                                                    dtype, op, last ? postscale : 1.0,
+                                                    last && !stream_result ? own_out : nullptr));
+            }
+            if (stream_result) StreamCopy(result, own_out, len * es);
+            return Status::OK();
+          }));
       if (hook && own.count) {
         Status h = hook(my_result, own.count, mine);
         if (!h.ok()) {
@@ -346,16 +411,30 @@ Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int o
     for (int k = 0; k < owners; ++k) {
       if (k == mine && own_written) continue;
       const SliceRange sl = SliceOf(n, owners, k);
-      std::memcpy(out + (first + sl.offset) * es, s.Result(k), sl.count * es);
+      const char* result = s.Result(k);
+      KOLO_RETURN_IF_ERROR(all.ForEach(first + sl.offset, sl.count,
+                                       [&](const char*, char* recv, size_t done, size_t run) {
+                                         std::memcpy(recv, result + done * es, run * es);
+                                         return Status::OK();
+                                       }));
     }
   }
   return Status::OK();
 }
 
 Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args, double postscale) {
-  KOLO_RETURN_IF_ERROR(CheckPostscale(args, false, postscale));
-  if (args.count == 0) return Status::OK();
-  const size_t bytes = args.count * DataTypeSize(args.dtype);
+  return RunSmallParts(local, {AllreducePart{args.send, args.recv, args.count}}, args.dtype,
+                       args.op, postscale);
+}
+
+Status ShmNodeReducer::RunSmallParts(Communicator& local, const std::vector<AllreducePart>& parts,
+                                     DataType dtype, ReduceOp op, double postscale) {
+  KOLO_RETURN_IF_ERROR(CheckPostscale(dtype, false, postscale));
+  const size_t es = DataTypeSize(dtype);
+  const Concatenation all(parts, es);
+  const size_t count = all.total();
+  if (count == 0) return Status::OK();
+  const size_t bytes = count * es;
   auto state = StateFor(local, local.Size());
   if (!state.ok()) return state.status();
   State& s = **state;
@@ -366,20 +445,25 @@ Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args, 
                          std::to_string(s.small_slot));
   }
   const uint64_t parity = (s.seq + 1) % 2;  // the number of this call's barrier, mod 2
-  std::memcpy(s.Small(s.rank, parity), args.send, bytes);
+  char* my_small = s.Small(s.rank, parity);
+  KOLO_RETURN_IF_ERROR(all.ForEach(0, count, [&](const char* send, char*, size_t at, size_t len) {
+    std::memcpy(my_small + at * es, send, len * es);
+    return Status::OK();
+  }));
   KOLO_RETURN_IF_ERROR(Barrier(s, "after copy-in (small path)"));
   // Every rank: slot 0 op slot 1 op ... in rank order, its own input read back from its slot
   // (in place, the output is the input).
-  if (s.size == 1) {
-    KOLO_RETURN_IF_ERROR(
-        ScaleCopy(args.recv, s.Small(0, parity), args.count, args.dtype, postscale));
-  }
-  for (int r = 1; r < s.size; ++r) {
-    KOLO_RETURN_IF_ERROR(ReducePairScaled(args.recv, r == 1 ? s.Small(0, parity) : args.recv,
-                                          s.Small(r, parity), args.count, args.dtype, args.op,
-                                          r == s.size - 1 ? postscale : 1.0));
-  }
-  return Status::OK();
+  return all.ForEach(0, count, [&](const char*, char* recv, size_t at, size_t len) -> Status {
+    if (s.size == 1) {
+      KOLO_RETURN_IF_ERROR(ScaleCopy(recv, s.Small(0, parity) + at * es, len, dtype, postscale));
+    }
+    for (int r = 1; r < s.size; ++r) {
+      KOLO_RETURN_IF_ERROR(ReducePairScaled(recv, r == 1 ? s.Small(0, parity) + at * es : recv,
+                                            s.Small(r, parity) + at * es, len, dtype, op,
+                                            r == s.size - 1 ? postscale : 1.0));
+    }
+    return Status::OK();
+  });
 }
 
 }  // namespace kolo

@@ -65,11 +65,19 @@ class ShmNodeReducer {
   // copy-out copies scaled values); float32/float64 without a hook only, else it must be 1.
   Status Run(Communicator& local, const AllreduceArgs& args, int owners, const SliceHook& hook,
              double postscale = 1.0);
+  // Run over the concatenation of `parts` (every rank the same counts), read and written in
+  // the parts' own buffers: the pieces and slices are cut from the concatenation and copied in
+  // and out piece by part, so the result has the bits of Run over one buffer holding it all.
+  Status RunParts(Communicator& local, const std::vector<AllreducePart>& parts, DataType dtype,
+                  ReduceOp op, int owners, const SliceHook& hook, double postscale = 1.0);
 
   // The one-barrier path for messages of at most small_bytes() (see the top of this file): every
   // rank reads all p inputs, so it pays p n of reduction traffic to save a barrier. `local` as
   // for Run, every rank owning the result; `postscale` as for Run.
   Status RunSmall(Communicator& local, const AllreduceArgs& args, double postscale = 1.0);
+  // RunSmall over the concatenation of `parts`, as RunParts is to Run.
+  Status RunSmallParts(Communicator& local, const std::vector<AllreducePart>& parts, DataType dtype,
+                       ReduceOp op, double postscale = 1.0);
 
   // Test knobs: smaller pieces force the many-piece paths on small buffers; a shorter wait
   // makes the dead-peer test fast. Must be set the same on every rank before its first Run.

@@ -14,7 +14,7 @@ namespace {
 // The part of NCCL_ALGO that applies to the all-reduce. Sections are separated by ';': a
 // first section without a collective's name applies to every collective, a later
 // "allreduce:" section overrides it (the last one wins); "" when nothing applies.
-std::string AllreducePart(const std::string& value) {
+std::string AllreduceSection(const std::string& value) {
   std::string part;
   size_t at = 0;
   for (bool first = true; at <= value.size(); first = false) {
@@ -34,7 +34,7 @@ std::string AllreducePart(const std::string& value) {
 }  // namespace
 
 NcclAllreduceAlgorithm ParseNcclAlgo(std::string_view nccl_algo) {
-  std::string list = AllreducePart(AsciiLower(nccl_algo));
+  std::string list = AllreduceSection(AsciiLower(nccl_algo));
   const bool exclude = !list.empty() && list.front() == '^';
   if (exclude) list.erase(0, 1);
   bool ring = false, tree = false;

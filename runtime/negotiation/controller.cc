@@ -163,6 +163,9 @@ StatusOr<ResponseList> Controller::Negotiate(const std::vector<const Request*>& 
   // their slots to other names.
   ResponseFuser fused(options_.fusion_threshold_bytes, options_.fusion_direct_bytes,
                       ready_slots_.size() + result.responses.size());
+  if (options_.fusion_host_direct_bytes >= 0) {
+    fused.set_host_direct_bytes(options_.fusion_host_direct_bytes);
+  }
   const bool with_names = name_hits_ || without_id;
   fused.AddHits(
       ready_slots_, cache_.fusion_keys(), hit_id_.data(), with_names,

@@ -71,6 +71,8 @@ namespace kolo {
 struct ControllerOptions {
   int64_t fusion_threshold_bytes = 128 << 20;
   int64_t fusion_direct_bytes = 64 << 10;
+  // For host tensors (ResponseFuser::set_host_direct_bytes); -1: fusion_direct_bytes.
+  int64_t fusion_host_direct_bytes = -1;
   int64_t cache_capacity = 1024;  // same on every rank
   StallOptions stall;
   double cycle_time_ms = 1.0;
@@ -112,6 +114,9 @@ class Controller {
   // Whether fused cache hits name their tensors (Response::names) besides their ids: off, a
   // hit costs no name copy, and execution finds tensors by id; the timeline needs names.
   void set_name_hits(bool on) { name_hits_ = on; }
+  // Before Start: the direct size of host tensors (ControllerOptions::fusion_host_direct_bytes);
+  // the same on every rank.
+  void set_fusion_host_direct_bytes(int64_t bytes) { options_.fusion_host_direct_bytes = bytes; }
 
   // Whether every caller on this rank is blocked waiting for the operations named in `names`,
   // all still in negotiation (the deadlock check, runtime/negotiation/deadlock.h); kept until changed.

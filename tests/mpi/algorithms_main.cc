@@ -34,6 +34,7 @@
 #include "collectives/select/registry.h"
 #include "kolo/config.h"
 #include "unit/algorithm_check.h"
+#include "unit/list_check.h"
 #if KOLO_WITH_UCX
 #include "collectives/ucx/ucx_communicator.h"
 #include "mpi/gtest_mpi.h"
@@ -188,6 +189,43 @@ TEST(ShmStoresMpiTest, PlainStreamedAndMixedMatchReference) {
   }
   // Declined only where the ranks are not one node (KOLO_NODE_GROUPING), and then with a reason.
   if (ran == 0 && declined_why.empty()) failures.push_back("shm declined without a reason");
+  FailEverywhereIfAnyFailed(failures);
+}
+
+// shm's list all-reduce between processes (RunList: a fused response's tensors reduced in
+// their own buffers as one concatenation): layouts whose tensors start and end anywhere
+// against the pieces and slices, plain and streamed stores, in place and out of place, with and
+// without Average's scale, each element against the reference from every rank's inputs and the
+// gaps between the tensors untouched.
+TEST(ShmListMpiTest, TensorsInTheirOwnBuffersMatchReference) {
+  Communicator& comm = *g_comm;
+  std::vector<std::string> failures;
+  ShmAllreduce probe;
+  const Status supported = probe.Supports(DescribeCommunicator(comm));
+  if (!supported.ok()) {
+    // Only where the ranks are not one node (KOLO_NODE_GROUPING), and then with a reason.
+    if (supported.message().empty()) failures.push_back("shm declined without a reason");
+    FailEverywhereIfAnyFailed(failures);
+    return;
+  }
+  const std::vector<std::vector<size_t>> layouts = {
+      {5}, {0, 3, 0, 7}, {4099, 0, 2, 9000, 1}, {1, 12000, 12000, 3}, {70001, 64, 0, 300000}};
+  for (bool streams : {false, true}) {
+    ShmAllreduce shm;
+    shm.reducer().set_piece_bytes(20008);
+    shm.reducer().set_small_bytes(64);
+    shm.reducer().set_stream_mode(streams ? HandoverWatch::Mode::kStreamed
+                                          : HandoverWatch::Mode::kPlain);
+    for (const std::vector<size_t>& counts : layouts) {
+      for (bool in_place : {false, true}) {
+        std::string f =
+            CheckList<float>(comm, shm, counts, ReduceOp::kSum, 1.0 / comm.Size(), in_place);
+        if (f.empty()) f = CheckList<double>(comm, shm, counts, ReduceOp::kMax, 1.0, in_place);
+        if (f.empty()) f = CheckList<int32_t>(comm, shm, counts, ReduceOp::kSum, 1.0, in_place);
+        if (!f.empty()) failures.push_back((streams ? "streamed: " : "plain: ") + f);
+      }
+    }
+  }
   FailEverywhereIfAnyFailed(failures);
 }
 

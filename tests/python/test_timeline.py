@@ -26,8 +26,9 @@ def test_start_stop_timeline_records_every_phase():
         # So that no rank submits before rank 0 records: its Requests would reach the
         # coordinator unmarked.
         hvd.barrier()
-        # A burst of small tensors, which the runtime fuses, and a float16 one, which always
-        # goes through the fusion buffer (widened to float32), so the copies are there.
+        # A burst of small tensors, which the runtime fuses (without copies where shm reduces
+        # them in their own buffers), and a float16 one, which always goes through the fusion
+        # buffer (widened to float32), so the copies are there.
         tensors = [torch.full((17,), float(hvd.rank() + 1)) for _ in range(8)]
         handles = [hvd.allreduce_async(t, name="tl.%d" % i, op=hvd.Sum)
                    for i, t in enumerate(tensors)]

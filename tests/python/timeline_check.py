@@ -21,6 +21,11 @@ import sys
 COLLECTIVE = re.compile(r"^ALLREDUCE \((.+)\)$")  # the collective, named by its algorithm
 PHASES = ("NEGOTIATE_ALLREDUCE", "QUEUE", "ALLREDUCE", "MEMCPY_IN_FUSION_BUFFER",
           "ALLREDUCE (<algorithm>)", "MEMCPY_OUT_FUSION_BUFFER")
+COPIES = ("MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER")
+# Algorithms that reduce a fused group in its tensors' own buffers (RunsLists in
+# collectives/algorithm.h): a group they reduce has no fusion-buffer copies, except one of
+# float16/bfloat16, which is widened in the buffer whatever the algorithm.
+LIST_ALGORITHMS = ("shm",)
 
 
 class TimelineError(AssertionError):
@@ -46,7 +51,9 @@ def check(events, ranks=None, phases=False, complete=False, cycles=False, every_
     """Checks the events; returns a summary dict, raises TimelineError listing the problems.
 
     ranks: every rank 0..ranks-1 must have a ready mark somewhere.
-    phases: every phase of PHASES must appear, and each fused all-reduce must have its copies.
+    phases: every phase of PHASES must appear, and each fused all-reduce must have its copies
+      (the copies only where some all-reduce needs them: a fused one through an algorithm that
+      does not take lists, or any that has them).
     complete: no span may be left open (a stopped or shut-down timeline; not a killed one).
     cycles: CYCLE_START marks must be there.
     every_step: each negotiation that ended without an error must hold exactly one ready mark
@@ -81,6 +88,7 @@ def check(events, ranks=None, phases=False, complete=False, cycles=False, every_
     spans = collections.Counter()       # span name -> count, over every row
     ready = set()                       # ranks with a ready mark
     fused_without_copies = []
+    copies_expected = False             # some row needs or has fusion-buffer copies
     allreduce_without = collections.defaultdict(list)
     for pid, row in rows.items():
         name = names.get(pid)
@@ -121,13 +129,18 @@ def check(events, ranks=None, phases=False, complete=False, cycles=False, every_
                     allreduce_without[need].append(name)
             if not any(COLLECTIVE.match(s) for s in row_spans):
                 allreduce_without["ALLREDUCE (<algorithm>)"].append(name)
-            if fused and not (row_spans["MEMCPY_IN_FUSION_BUFFER"] and
-                              row_spans["MEMCPY_OUT_FUSION_BUFFER"]):
+            algorithms = {COLLECTIVE.match(s).group(1) for s in row_spans if COLLECTIVE.match(s)}
+            needs_copies = fused and any(a not in LIST_ALGORITHMS for a in algorithms)
+            has_copies = all(row_spans[c] for c in COPIES)
+            copies_expected = copies_expected or needs_copies or has_copies
+            if needs_copies and not has_copies:
                 fused_without_copies.append(name)
 
     collectives = sorted({s for s in spans if COLLECTIVE.match(s)})
     if phases:
         for phase in PHASES:
+            if phase in COPIES and not copies_expected:
+                continue
             present = collectives if phase == "ALLREDUCE (<algorithm>)" else spans[phase]
             if not present:
                 problems.append("no %s span anywhere" % phase)

@@ -92,7 +92,7 @@ TEST(Config, DefaultConstructedHoldsEveryRowsDefault) {
   EXPECT_EQ(c.cycle_time_ms, 1.0);
   EXPECT_EQ(c.fusion_threshold_bytes, 128 << 20);
   EXPECT_EQ(c.fusion_chunk_bytes, 4 << 20);
-  EXPECT_EQ(c.fusion_direct_bytes, 64 << 10);
+  EXPECT_EQ(c.fusion_direct_bytes, kFusionDirectAuto);
   EXPECT_TRUE(c.wake_on_submit);
   EXPECT_EQ(c.log_level, LogLevel::kWarning);
   EXPECT_EQ(c.cache_capacity, 1024);

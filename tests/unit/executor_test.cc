@@ -1,5 +1,7 @@
 // The fusion executor on its own: pieces that cut across tensor boundaries, empty tensors in
-// the middle, widening of float16/bfloat16, integer Average, and the direct path.
+// the middle, widening of float16/bfloat16, integer Average, the direct path, a fused job
+// handed whole to an algorithm that takes lists, and a fused job's large tensors run alone by
+// one that does not.
 #include <gtest/gtest.h>
 
 #include "collectives/host/shm_allreduce.h"
@@ -193,6 +195,125 @@ TEST(Executor, DirectPathLetsTheAlgorithmApplyTheScaleWhereItCan) {
           const double got = Load(c.dtype, outs[0].data(), i);
           ASSERT_NEAR(got, want, 1e-5 * (1 + std::fabs(want))) << what << " index " << i;
         }
+      }
+    }
+  });
+}
+
+// Fills tensors of `counts` elements with Value(dtype, op, rank, i) and returns the job.
+AllreduceJob JobOf(DataType dtype, ReduceOp op, const std::vector<size_t>& counts, int rank,
+                   bool in_place, std::vector<std::vector<char>>* in,
+                   std::vector<std::vector<char>>* out) {
+  AllreduceJob job;
+  job.dtype = dtype;
+  job.op = op;
+  for (size_t c : counts) {
+    in->push_back(testing::Buffer(dtype, c));
+    out->push_back(testing::Buffer(dtype, c));
+    for (size_t i = 0; i < c; ++i) Store(dtype, in->back().data(), i, Value(dtype, op, rank, i));
+  }
+  for (size_t k = 0; k < counts.size(); ++k) {
+    void* o = in_place ? (*in)[k].data() : (*out)[k].data();
+    job.tensors.push_back({(*in)[k].data(), o, counts[k]});
+  }
+  return job;
+}
+
+// shm, counting how the executor calls it.
+class CallCountingShm : public ShmAllreduce {
+ public:
+  Status Run(Communicator& comm, const AllreduceArgs& args) override {
+    ++runs;
+    return ShmAllreduce::Run(comm, args);
+  }
+  Status RunList(Communicator& comm, const std::vector<AllreducePart>& parts, DataType dtype,
+                 ReduceOp op, double postscale) override {
+    ++lists;
+    listed = parts.size();
+    return ShmAllreduce::RunList(comm, parts, dtype, op, postscale);
+  }
+  int runs = 0, lists = 0;
+  size_t listed = 0;
+};
+
+// A fused job goes whole to an algorithm that takes lists (one RunList naming every tensor, no
+// fusion buffer), with the prescale, Average and the postscale applied as on the other paths;
+// float16 still goes through the buffer, where it is widened.
+TEST(Executor, FusedJobRunsAsOneListWhereTheAlgorithmTakesLists) {
+  const int ranks = 3;
+  const std::vector<size_t> counts = {3, 0, 70000, 17, 1, 20000};
+  testing::RunOnThreadWorld(ranks, "1", [&](Communicator& comm) {
+    struct Case {
+      DataType dtype;
+      ReduceOp op;
+      double prescale, postscale;
+      bool listed;
+    };
+    for (const Case& c : {Case{DataType::kFloat32, ReduceOp::kAverage, 1.0, 1.0, true},
+                          Case{DataType::kFloat64, ReduceOp::kSum, 0.5, 2.0, true},
+                          Case{DataType::kInt32, ReduceOp::kAverage, 1.0, 1.0, true},
+                          Case{DataType::kInt64, ReduceOp::kProduct, 1.0, 1.0, true},
+                          Case{DataType::kFloat16, ReduceOp::kSum, 1.0, 1.0, false}}) {
+      for (bool in_place : {false, true}) {
+        const std::string what = std::string(DataTypeName(c.dtype)) + " " +
+                                 std::string(ReduceOpName(c.op)) + (in_place ? " in place" : "");
+        std::vector<std::vector<char>> in, out;
+        AllreduceJob job = JobOf(c.dtype, c.op, counts, comm.Rank(), in_place, &in, &out);
+        job.prescale = c.prescale;
+        job.postscale = c.postscale;
+        FusionExecutor exec(4096);
+        CallCountingShm algo;
+        const Status s = exec.Run(comm, algo, job);
+        ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+        EXPECT_EQ(algo.lists, c.listed ? 1 : 0) << what;
+        EXPECT_EQ(algo.listed, c.listed ? counts.size() : 0) << what;
+        if (c.listed) {
+          EXPECT_EQ(algo.runs, 0) << what;
+        }
+        for (size_t k = 0; k < counts.size(); ++k) {
+          const char* got = in_place ? in[k].data() : out[k].data();
+          for (size_t i = 0; i < counts[k]; ++i) {
+            const double want = Reference(c.dtype, c.op, ranks, i, c.prescale, c.postscale);
+            ASSERT_LE(std::fabs(Load(c.dtype, got, i) - want), Tolerance(c.dtype, want))
+                << what << " rank " << comm.Rank() << " tensor " << k << " index " << i;
+          }
+        }
+      }
+    }
+  });
+}
+
+// An algorithm without lists, counting the elements of each call.
+class CallRecordingNative : public NativeAllreduce {
+ public:
+  Status Run(Communicator& comm, const AllreduceArgs& args) override {
+    calls.push_back(args.count);
+    return NativeAllreduce::Run(comm, args);
+  }
+  std::vector<size_t> calls;
+};
+
+// A fused job can hold tensors of the direct size or more (the planner fuses them where the
+// node's algorithm takes lists); one that does not gets those alone, in their own buffers, and
+// the runs of smaller tensors between them packed: here pieces of 4096 B and a direct size of
+// 1 KiB (256 float32).
+TEST(Executor, LargeTensorsOfAFusedJobRunAloneWhereTheAlgorithmTakesNoLists) {
+  const int ranks = 2;
+  const std::vector<size_t> counts = {3, 600, 5, 7, 1000, 2, 256};
+  testing::RunOnThreadWorld(ranks, [&](Communicator& comm) {
+    std::vector<std::vector<char>> in, out;
+    AllreduceJob job =
+        JobOf(DataType::kFloat32, ReduceOp::kSum, counts, comm.Rank(), false, &in, &out);
+    FusionExecutor exec(4096, 1024);
+    CallRecordingNative algo;
+    const Status s = exec.Run(comm, algo, job);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(algo.calls, (std::vector<size_t>{3, 600, 12, 1000, 2, 256}));
+    for (size_t k = 0; k < counts.size(); ++k) {
+      for (size_t i = 0; i < counts[k]; ++i) {
+        const double want = Reference(DataType::kFloat32, ReduceOp::kSum, ranks, i);
+        ASSERT_EQ(Load(DataType::kFloat32, out[k].data(), i), want)
+            << "rank " << comm.Rank() << " tensor " << k << " index " << i;
       }
     }
   });

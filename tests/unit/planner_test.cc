@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "fusion/planner.h"
 
 namespace kolo {
@@ -45,6 +47,45 @@ TEST(Planner, LargeTensorsGoAloneAndZeroThresholdDisablesFusion) {
   EXPECT_EQ(Names(out), (std::vector<std::vector<std::string>>{{"s1", "s2"}, {"big"}}));
   out = FuseResponses({AR("a", 1), AR("b", 1)}, 0, 4096);
   EXPECT_EQ(Names(out), (std::vector<std::vector<std::string>>{{"a"}, {"b"}}));
+}
+
+// Where a fused group of host tensors costs no copies (the runtime's set_host_direct_bytes:
+// shm reduces it in the tensors' own buffers), host tensors of any size fuse up to the
+// threshold, negotiated or cache hits alike; device tensors keep the direct size, and a tensor
+// over the threshold still goes alone.
+TEST(Planner, HostDirectSizeAppliesToHostTensorsOnly) {
+  Response device_big = AR("dbig", 1 << 20), device_small = AR("ds", 10);
+  device_big.device = device_small.device = 0;
+  const std::vector<Response> in = {AR("s1", 10),       AR("big", 1 << 20), device_big,
+                                    AR("s2", 10),       device_small,       AR("huge", 1 << 22),
+                                    AR("big2", 1 << 20)};
+  const std::vector<std::vector<std::string>> want = {
+      {"s1", "big", "s2"}, {"dbig"}, {"ds"}, {"huge"}, {"big2"}};
+  const int64_t threshold = 8 << 20;  // s1, big and s2 fit; big2 would pass it
+  ResponseFuser added(threshold, 4096, in.size());
+  added.set_host_direct_bytes(std::numeric_limits<int64_t>::max());
+  for (const Response& r : in) added.Add(r);
+  EXPECT_EQ(Names(added.Take()), want);
+
+  std::vector<FusionKey> keys;
+  std::vector<int32_t> ids;
+  std::vector<int> slots;
+  for (size_t i = 0; i < in.size(); ++i) {
+    keys.push_back(FusionKey::Of(in[i]));
+    ids.push_back(static_cast<int32_t>(i));
+    slots.push_back(static_cast<int>(i));
+  }
+  ResponseFuser hits(threshold, 4096, in.size());
+  hits.set_host_direct_bytes(std::numeric_limits<int64_t>::max());
+  hits.AddHits(
+      slots, keys.data(), ids.data(), true, [&](int slot) -> const Response& { return in[slot]; },
+      [&](int slot) -> const std::string& { return in[slot].names[0]; });
+  EXPECT_EQ(Names(hits.Take()), want);
+
+  // Without it, the direct size holds for host tensors too.
+  EXPECT_EQ(Names(FuseResponses(in, threshold, 4096)),
+            (std::vector<std::vector<std::string>>{
+                {"s1", "s2"}, {"big"}, {"dbig"}, {"ds"}, {"huge"}, {"big2"}}));
 }
 
 TEST(Planner, ScaleFactorsMustMatchToFuse) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 namespace kolo::testing {
@@ -39,9 +40,17 @@ void RunOnThreadWorld(int ranks, std::string_view grouping,
   for (auto& t : threads) t.join();
 }
 
-std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config) {
+std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config,
+                                                    std::string_view grouping) {
   auto control = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
   auto data = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
+  std::optional<LoopbackNodeWorlds> nodes;
+  if (!grouping.empty()) {
+    auto map = grouping == "1" ? NodeMap::OneNode(ranks) : NodeMap::Parse(grouping, ranks);
+    EXPECT_TRUE(map.ok()) << map.status().ToString();
+    if (!map.ok()) return {};
+    nodes.emplace(*map, std::chrono::seconds(30));
+  }
   std::vector<std::unique_ptr<Runtime>> runtimes;
   for (int r = 0; r < ranks; ++r) {
     RankLayout layout;
@@ -49,9 +58,10 @@ std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& con
     layout.size = ranks;
     layout.local_rank = r;
     layout.local_size = ranks;
+    auto data_comm = std::make_unique<LoopbackCommunicator>(data, r);
+    if (nodes) data_comm->set_node(nodes->ContextFor(r));
     runtimes.push_back(std::make_unique<Runtime>(
-        config, layout, std::make_unique<LoopbackCommunicator>(control, r),
-        std::make_unique<LoopbackCommunicator>(data, r)));
+        config, layout, std::make_unique<LoopbackCommunicator>(control, r), std::move(data_comm)));
     Status s = runtimes.back()->Start();
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (!s.ok()) return {};
@@ -59,8 +69,9 @@ std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& con
   return runtimes;
 }
 
-void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn) {
-  std::vector<std::unique_ptr<Runtime>> runtimes = StartRuntimes(ranks, config);
+void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn,
+                 std::string_view grouping) {
+  std::vector<std::unique_ptr<Runtime>> runtimes = StartRuntimes(ranks, config, grouping);
   ASSERT_EQ(runtimes.size(), static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { fn(*runtimes[r]); });

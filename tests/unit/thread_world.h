@@ -50,11 +50,15 @@ inline Config FastConfig() {
 }
 
 // `ranks` started Runtimes over fresh loopback control and data worlds (empty on failure).
-std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config);
+// `grouping`: "" gives the data communicators no node context; else a node grouping as
+// RunOnThreadWorld's ("1": every rank on one node that shares memory, where shm runs).
+std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config,
+                                                    std::string_view grouping = "");
 
 // Starts `ranks` Runtimes over loopback control and data worlds, runs fn(runtime) on one
-// thread per rank, then shuts them all down.
-void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn);
+// thread per rank, then shuts them all down. `grouping` as for StartRuntimes.
+void RunRuntimes(int ranks, const Config& config, const std::function<void(Runtime&)>& fn,
+                 std::string_view grouping = "");
 
 // Waits for a handle with a deadline, so a lost completion fails instead of hanging.
 // KOLO_TEST_WAIT_S, when set, raises the deadline to at least that many seconds: under a tool
