@@ -66,6 +66,7 @@ Status FusionExecutor::Finish(void* dst, const void* src, size_t count, const Al
 Status FusionExecutor::Run(Communicator& comm, AllreduceAlgorithm& algorithm,
                            const AllreduceJob& job, ExecutorObserver* observer) {
   const size_t n = job.tensors.size();
+  if (n == 0) return Status::OK();  // the same on every rank: nothing to exchange
   if (IsHalf(job.dtype)) return RunPieces(comm, algorithm, job, 0, n, observer);
   if (n == 1) return RunDirect(comm, algorithm, job, 0, observer);
   if (algorithm.RunsLists(job.dtype)) return RunList(comm, algorithm, job, observer);
@@ -86,8 +87,8 @@ Status FusionExecutor::Run(Communicator& comm, AllreduceAlgorithm& algorithm,
 
 Status FusionExecutor::RunList(Communicator& comm, AllreduceAlgorithm& algorithm,
                                const AllreduceJob& job, ExecutorObserver* observer) {
-  std::vector<AllreducePart> parts;
-  parts.reserve(job.tensors.size());
+  std::vector<AllreducePart>& parts = parts_;  // kept between calls: no allocation per call
+  parts.clear();
   for (const FusedTensor& t : job.tensors) {
     parts.push_back(AllreducePart{t.input, t.output, t.count});
     // As RunDirect: the prescaled input goes into the output, which is then reduced in place.

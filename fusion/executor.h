@@ -15,10 +15,11 @@
 //  - a fused Response that needs no widening, given to an algorithm that takes lists
 //    (RunsLists: shm), skips the buffer too: one RunList over its tensors where they are, as if
 //    they were one buffer (prescale as on the direct path, the scale folded in the same way);
-//  - with an algorithm that does not, a fused Response's tensors of direct_bytes or more (the
-//    planner fuses them only where the node's algorithm takes lists, so this is the exception:
-//    a forced algorithm, say) run alone as on the direct path, and the runs of smaller tensors
-//    between them go through the buffer;
+//  - with an algorithm that does not, a fused Response's tensors of direct_bytes or more run
+//    alone as on the direct path, and the runs of smaller tensors between them go through the
+//    buffer. The planner fuses such tensors only where the runtime found that the selector
+//    picks a list-taking algorithm for host float32 at the direct size and at the threshold,
+//    so this is the exception: a dtype, op or size between those for which it picks another;
 //  - Adasum (RunAdasum) scales like Sum (prescale before, postscale after; no division), and
 //    takes its tensors whole: its dot products span a tensor, so it cannot run in pieces.
 #ifndef KOLO_FUSION_EXECUTOR_H_
@@ -94,6 +95,7 @@ class FusionExecutor {
   size_t direct_bytes_;
   FusionBuffer buffer_;
   FusionBuffer whole_;  // Adasum's packed tensors (allocated on its first use)
+  std::vector<AllreducePart> parts_;  // RunList's tensors
 };
 
 }  // namespace kolo

@@ -31,7 +31,7 @@ Response* ResponseFuser::GroupFor(const FusionKey& k, bool hit, bool* opened) {
   ++added_;
   *opened = false;
   const bool fusable = k.type == ResponseType::kAllreduce && threshold_bytes_ > 0 &&
-                       k.bytes < DirectBytes(k.device) && k.bytes <= threshold_bytes_ && k.single;
+                       k.bytes < DirectBytes(k) && k.bytes <= threshold_bytes_ && k.single;
   if (!fusable) return nullptr;
   const uint8_t dtype = static_cast<uint8_t>(k.dtype), op = static_cast<uint8_t>(k.reduce_op);
   auto alike = [&](const Open& o) {

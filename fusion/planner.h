@@ -60,9 +60,9 @@ class ResponseFuser {
         direct_bytes_(direct_bytes),
         host_direct_bytes_(direct_bytes),
         expected_(expected) {}
-  // The direct size for host tensors alone (device tensors keep direct_bytes): where the
-  // host's all-reduce takes a fused response's tensors in their own buffers (RunsLists, shm on
-  // one node), fusing a large tensor costs no copy, and the runtime lets every size fuse.
+  // The direct size for host tensors alone (device tensors and Adasum keep direct_bytes): where
+  // the host's all-reduce takes a fused response's tensors in their own buffers (RunsLists, shm
+  // on one node), fusing a large tensor costs no copy, and the runtime lets every size fuse.
   void set_host_direct_bytes(int64_t bytes) { host_direct_bytes_ = bytes; }
   void Add(Response&& r);
   // `id`: this rank's Request::id of r's one name (or -1). A group keeps its members' ids
@@ -103,8 +103,9 @@ class ResponseFuser {
   // Adds a joining member's id to the group's, or drops the group's when either is missing.
   static void AddId(Response* group, int32_t id);
 
-  int64_t DirectBytes(int32_t device) const {
-    return device < 0 ? host_direct_bytes_ : direct_bytes_;
+  // Adasum keeps direct_bytes on the host too: RunAdasum packs its groups whole.
+  int64_t DirectBytes(const FusionKey& k) const {
+    return k.device < 0 && k.reduce_op != ReduceOp::kAdasum ? host_direct_bytes_ : direct_bytes_;
   }
 
   int64_t threshold_bytes_;
@@ -137,7 +138,7 @@ void ResponseFuser::AddHits(const std::vector<int>& slots, const FusionKey* keys
       const int slot = slots[i];
       const FusionKey& next = keys[slot];
       if (next.tag != k.tag || next.prescale != k.prescale || next.postscale != k.postscale ||
-          next.bytes >= DirectBytes(next.device) || next.bytes > threshold_bytes_ ||
+          next.bytes >= DirectBytes(next) || next.bytes > threshold_bytes_ ||
           o.bytes + next.bytes > threshold_bytes_) {
         break;
       }

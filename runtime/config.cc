@@ -139,7 +139,7 @@ const std::vector<Knob>& Knobs() {
        "fused groups are packed, reduced and unpacked in pieces of this size (also the largest "
        "single library call)",
        Bytes<&Config::fusion_chunk_bytes, 64>},
-      {"KOLO_FUSION_DIRECT_BYTES", "", "bytes or auto", "auto",
+      {"KOLO_FUSION_DIRECT_BYTES", "", "bytes|auto", "auto",
        "a tensor at least this large is not fused: it is reduced straight from its own buffers; "
        "auto: 64 KiB, and no limit for host tensors on one node with shared memory (fused "
        "there without copies)",

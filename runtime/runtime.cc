@@ -120,14 +120,15 @@ Status Runtime::Start() {
   return Status::OK();
 }
 
-// The planner leaves tensors of 64 KiB or more unfused because packing them
+// The planner leaves tensors of kFusionDirectPackedBytes or more unfused because packing them
 // into the fusion buffer and back costs two passes over them. An algorithm that takes a fused
 // response's tensors in their own buffers (RunsLists: shm, on one node) packs nothing, so there
-// every host tensor fuses up to the threshold (with KOLO_FUSION_DIRECT_BYTES=auto, the default):
-// one run over many tensors, with its barriers and pieces shared, instead of one run each.
-// Asked of what the selector picks for host float32
-// at both ends of that range; the same answer on every rank (the same communicator and
-// settings). Should another algorithm run a fused response after all, the executor still
+// every host tensor fuses up to the threshold (with KOLO_FUSION_DIRECT_BYTES=auto, the
+// default): one run over many tensors, its pieces and barriers shared, instead of one run each.
+// Asked of what the selector picks for host float32 at both ends of that range: the same
+// answer on every rank, given the same communicator and settings (KOLO_ALLREDUCE_ALGO and
+// KOLO_TUNING_FILE must agree across ranks anyway, or the ranks would pick different
+// algorithms). Should another algorithm run a fused response after all, the executor still
 // reduces its large tensors alone (FusionExecutor::Run).
 bool Runtime::HostFusionTakesLists() {
   if (config_.fusion_threshold_bytes <= 0) return false;

@@ -75,9 +75,10 @@ Status ShmAllreduce::RunList(Communicator& comm, const std::vector<AllreducePart
   size_t count = 0;
   for (const AllreducePart& p : parts) count += p.count;
   if (count * DataTypeSize(dtype) <= reducer_.SmallBytesFor(comm.Size())) {
-    return reducer_.RunSmallParts(*node->local, parts, dtype, op, postscale);
+    return reducer_.RunSmallParts(*node->local, parts.data(), parts.size(), dtype, op, postscale);
   }
-  return reducer_.RunParts(*node->local, parts, dtype, op, node->local->Size(), nullptr, postscale);
+  return reducer_.RunParts(*node->local, parts.data(), parts.size(), dtype, op, node->local->Size(),
+                           nullptr, postscale);
 }
 
 }  // namespace kolo

@@ -61,12 +61,14 @@ Status CheckPostscale(DataType dtype, bool hook, double postscale) {
 // it, and ForEach finds where each range lies in the parts' own buffers.
 class Concatenation {
  public:
-  Concatenation(const std::vector<AllreducePart>& parts, size_t elem_bytes)
-      : parts_(parts), es_(elem_bytes) {
-    starts_.reserve(parts.size());
-    for (const AllreducePart& p : parts) {
+  // `starts`: scratch for where each part starts, reused from call to call.
+  Concatenation(const AllreducePart* parts, size_t n, size_t elem_bytes,
+                std::vector<size_t>* starts)
+      : parts_(parts), es_(elem_bytes), starts_(*starts) {
+    starts_.clear();
+    for (size_t i = 0; i < n; ++i) {
       starts_.push_back(total_);
-      total_ += p.count;
+      total_ += parts[i].count;
     }
   }
   size_t total() const { return total_; }
@@ -94,9 +96,9 @@ class Concatenation {
   }
 
  private:
-  const std::vector<AllreducePart>& parts_;
+  const AllreducePart* parts_;
   size_t es_;
-  std::vector<size_t> starts_;
+  std::vector<size_t>& starts_;
   size_t total_ = 0;
 };
 
@@ -293,16 +295,16 @@ int64_t ShmNodeReducer::ProbeHandover(State& s, int peer, uint64_t probe) {
 
 Status ShmNodeReducer::Run(Communicator& local, const AllreduceArgs& args, int owners,
                            const SliceHook& hook, double postscale) {
-  return RunParts(local, {AllreducePart{args.send, args.recv, args.count}}, args.dtype, args.op,
-                  owners, hook, postscale);
+  const AllreducePart part{args.send, args.recv, args.count};
+  return RunParts(local, &part, 1, args.dtype, args.op, owners, hook, postscale);
 }
 
-Status ShmNodeReducer::RunParts(Communicator& local, const std::vector<AllreducePart>& parts,
+Status ShmNodeReducer::RunParts(Communicator& local, const AllreducePart* parts, size_t n_parts,
                                 DataType dtype, ReduceOp op, int owners, const SliceHook& hook,
                                 double postscale) {
   KOLO_RETURN_IF_ERROR(CheckPostscale(dtype, static_cast<bool>(hook), postscale));
   const size_t es = DataTypeSize(dtype);
-  const Concatenation all(parts, es);
+  const Concatenation all(parts, n_parts, es, &part_starts_);
   const size_t count = all.total();
   if (count == 0) return Status::OK();
   if (owners < 1 || owners > local.Size()) {
@@ -423,15 +425,16 @@ Status ShmNodeReducer::RunParts(Communicator& local, const std::vector<Allreduce
 }
 
 Status ShmNodeReducer::RunSmall(Communicator& local, const AllreduceArgs& args, double postscale) {
-  return RunSmallParts(local, {AllreducePart{args.send, args.recv, args.count}}, args.dtype,
-                       args.op, postscale);
+  const AllreducePart part{args.send, args.recv, args.count};
+  return RunSmallParts(local, &part, 1, args.dtype, args.op, postscale);
 }
 
-Status ShmNodeReducer::RunSmallParts(Communicator& local, const std::vector<AllreducePart>& parts,
-                                     DataType dtype, ReduceOp op, double postscale) {
+Status ShmNodeReducer::RunSmallParts(Communicator& local, const AllreducePart* parts,
+                                     size_t n_parts, DataType dtype, ReduceOp op,
+                                     double postscale) {
   KOLO_RETURN_IF_ERROR(CheckPostscale(dtype, false, postscale));
   const size_t es = DataTypeSize(dtype);
-  const Concatenation all(parts, es);
+  const Concatenation all(parts, n_parts, es, &part_starts_);
   const size_t count = all.total();
   if (count == 0) return Status::OK();
   const size_t bytes = count * es;

@@ -43,6 +43,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "collectives/algorithm.h"
 #include "collectives/host/handover_watch.h"
@@ -65,10 +66,10 @@ class ShmNodeReducer {
   // copy-out copies scaled values); float32/float64 without a hook only, else it must be 1.
   Status Run(Communicator& local, const AllreduceArgs& args, int owners, const SliceHook& hook,
              double postscale = 1.0);
-  // Run over the concatenation of `parts` (every rank the same counts), read and written in
-  // the parts' own buffers: the pieces and slices are cut from the concatenation and copied in
-  // and out piece by part, so the result has the bits of Run over one buffer holding it all.
-  Status RunParts(Communicator& local, const std::vector<AllreducePart>& parts, DataType dtype,
+  // Run over the concatenation of parts[0, n) (every rank the same counts), read and written
+  // in the parts' own buffers: the pieces and slices are cut from the concatenation and copied
+  // in and out part by part, so the result has the bits of Run over one buffer holding it all.
+  Status RunParts(Communicator& local, const AllreducePart* parts, size_t n, DataType dtype,
                   ReduceOp op, int owners, const SliceHook& hook, double postscale = 1.0);
 
   // The one-barrier path for messages of at most small_bytes() (see the top of this file): every
@@ -76,7 +77,7 @@ class ShmNodeReducer {
   // for Run, every rank owning the result; `postscale` as for Run.
   Status RunSmall(Communicator& local, const AllreduceArgs& args, double postscale = 1.0);
   // RunSmall over the concatenation of `parts`, as RunParts is to Run.
-  Status RunSmallParts(Communicator& local, const std::vector<AllreducePart>& parts, DataType dtype,
+  Status RunSmallParts(Communicator& local, const AllreducePart* parts, size_t n, DataType dtype,
                        ReduceOp op, double postscale = 1.0);
 
   // Test knobs: smaller pieces force the many-piece paths on small buffers; a shorter wait
@@ -115,6 +116,9 @@ class ShmNodeReducer {
   // so an instance must not outlive the communicators it ran on (the runtime's selector and its
   // communicators live and die together).
   std::map<const Communicator*, std::unique_ptr<State>> states_;
+  // Where each part of a call starts in the concatenation (scratch kept between calls, so that a
+  // call allocates nothing once the reducer has seen as many parts).
+  std::vector<size_t> part_starts_;
 };
 
 }  // namespace kolo

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,10 @@ Status AgreeOnStart(Bootstrap& bootstrap, const Status& local, const Config& con
     }
     for (auto& knob : values) in >> knob[r];
   }
+  // A value as its variable spells it: KOLO_FUSION_DIRECT_BYTES's "auto" is held as -1.
+  auto spelled = [](int64_t v) {
+    return v == kFusionDirectAuto ? std::string("auto") : std::to_string(v);
+  };
   for (size_t k = 0; k < std::size(shared); ++k) {
     const auto lo = Extreme(values[k], /*want_max=*/false);
     const auto hi = Extreme(values[k], /*want_max=*/true);
@@ -63,7 +68,7 @@ Status AgreeOnStart(Bootstrap& bootstrap, const Status& local, const Config& con
       return InvalidArgumentError(
           fmt::format("kolo_init: {} must be the same on every rank: rank {} has {}, "
                       "rank {} has {}",
-                      shared[k].first, lo.second, lo.first, hi.second, hi.first));
+                      shared[k].first, lo.second, spelled(lo.first), hi.second, spelled(hi.first)));
     }
   }
   return Status::OK();

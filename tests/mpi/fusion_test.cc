@@ -51,7 +51,9 @@ struct Spec {
 };
 
 // `n` small tensors cycling through all dtypes, sizes and reduce ops (some scaled, some in
-// place), plus three tensors above the 64 KiB threshold.
+// place), plus three tensors above 64 KiB, the direct size where fused tensors are packed
+// (on one node with shared memory they fuse too, reduced in their own buffers, unless
+// KOLO_FUSION_DIRECT_BYTES says otherwise: tests/mpi/CMakeLists.txt runs both).
 std::vector<Spec> MixedSpecs(int n) {
   const std::vector<kolo_dtype_t> dtypes = AllDtypes();
   const std::vector<kolo_reduce_op_t> ops = ReduceOps();

@@ -247,6 +247,7 @@ TEST_F(LifecycleTest, KnobsThatShapeExecutionMustAgreeAcrossRanks) {
   } cases[] = {
       {"KOLO_FUSION_THRESHOLD", "0", "134217728"},
       {"KOLO_FUSION_DIRECT_BYTES", "1024", "65536"},
+      {"KOLO_FUSION_DIRECT_BYTES", "auto", "65536"},
       {"KOLO_CACHE_CAPACITY", "0", "16"},
   };
   for (const auto& c : cases) {

@@ -276,6 +276,11 @@ TEST(Executor, FusedJobRunsAsOneListWhereTheAlgorithmTakesLists) {
             const double want = Reference(c.dtype, c.op, ranks, i, c.prescale, c.postscale);
             ASSERT_LE(std::fabs(Load(c.dtype, got, i) - want), Tolerance(c.dtype, want))
                 << what << " rank " << comm.Rank() << " tensor " << k << " index " << i;
+            // Out of place, the input is left as it was (the prescale goes into the output).
+            if (!in_place) {
+              ASSERT_EQ(Load(c.dtype, in[k].data(), i), Value(c.dtype, c.op, comm.Rank(), i))
+                  << what << " input of tensor " << k << " index " << i;
+            }
           }
         }
       }

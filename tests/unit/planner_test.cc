@@ -56,11 +56,14 @@ TEST(Planner, LargeTensorsGoAloneAndZeroThresholdDisablesFusion) {
 TEST(Planner, HostDirectSizeAppliesToHostTensorsOnly) {
   Response device_big = AR("dbig", 1 << 20), device_small = AR("ds", 10);
   device_big.device = device_small.device = 0;
-  const std::vector<Response> in = {AR("s1", 10),       AR("big", 1 << 20), device_big,
-                                    AR("s2", 10),       device_small,       AR("huge", 1 << 22),
-                                    AR("big2", 1 << 20)};
+  // Adasum packs its groups whole (FusionExecutor::RunAdasum): it keeps the direct size.
+  const Response adasum_big = AR("abig", 1 << 20, DataType::kFloat32, ReduceOp::kAdasum);
+  const Response adasum_small = AR("as", 10, DataType::kFloat32, ReduceOp::kAdasum);
+  const std::vector<Response> in = {AR("s1", 10),        AR("big", 1 << 20), device_big,
+                                    AR("s2", 10),        device_small,       AR("huge", 1 << 22),
+                                    AR("big2", 1 << 20), adasum_big,         adasum_small};
   const std::vector<std::vector<std::string>> want = {
-      {"s1", "big", "s2"}, {"dbig"}, {"ds"}, {"huge"}, {"big2"}};
+      {"s1", "big", "s2"}, {"dbig"}, {"ds"}, {"huge"}, {"big2"}, {"abig"}, {"as"}};
   const int64_t threshold = 8 << 20;  // s1, big and s2 fit; big2 would pass it
   ResponseFuser added(threshold, 4096, in.size());
   added.set_host_direct_bytes(std::numeric_limits<int64_t>::max());
@@ -85,7 +88,7 @@ TEST(Planner, HostDirectSizeAppliesToHostTensorsOnly) {
   // Without it, the direct size holds for host tensors too.
   EXPECT_EQ(Names(FuseResponses(in, threshold, 4096)),
             (std::vector<std::vector<std::string>>{
-                {"s1", "s2"}, {"big"}, {"dbig"}, {"ds"}, {"huge"}, {"big2"}}));
+                {"s1", "s2"}, {"big"}, {"dbig"}, {"ds"}, {"huge"}, {"big2"}, {"abig"}, {"as"}}));
 }
 
 TEST(Planner, ScaleFactorsMustMatchToFuse) {
