@@ -117,6 +117,7 @@ struct ShmNodeReducer::State {
   HandoverWatch watch;
   uint64_t probe_seq = 0;  // barriers that may probe (Run's probe_call), the same on every rank
   Status broken;     // once a wait failed the counters disagree: refuse later calls
+  std::vector<const char*> sources;  // the owner's operands, one per rank (sized once)
   char* Slot(int r) const { return static_cast<char*>(segment->Region(r)) + kSlotOffset; }
   char* Result(int r) const { return static_cast<char*>(segment->Region(r)) + result_offset; }
   char* Small(int r, uint64_t parity) const {
@@ -157,6 +158,7 @@ StatusOr<ShmNodeReducer::State*> ShmNodeReducer::StateFor(Communicator& local, i
   // before yielding saves the system call. With more ranks than cores, the peer we wait for
   // may need this very core, so yield early.
   s->spin_polls = OnlineCores() >= s->size ? kSpinPollsOwnCore : kSpinPollsShared;
+  s->sources.resize(static_cast<size_t>(s->size));
   // Probing takes a peer that answers at once: only where every rank has a core (unless a test
   // asks). Where StreamCopy is a memcpy there is nothing to choose.
   HandoverWatch::Mode mode = stream_mode_;
@@ -320,7 +322,7 @@ Status ShmNodeReducer::RunParts(Communicator& local, const AllreducePart* parts,
   const int mine = s.rank < owners ? s.rank : -1;
   char* my_slot = s.Slot(s.rank);
   char* my_result = s.Result(s.rank);
-  std::vector<const char*> sources(s.size);
+  std::vector<const char*>& sources = s.sources;
   // What peers read next (my slot, my result) goes through memory when the cores hand lines
   // over slowly (handover_watch.h); decided per call, by this rank alone.
   const bool stream = s.watch.streaming();

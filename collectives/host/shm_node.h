@@ -54,6 +54,7 @@ class ShmNodeReducer {
  public:
   // Called on an owner with its reduced slice (in the segment) before anyone copies it out;
   // `slice` is the owner's index, `count` elements of the call's dtype. May rewrite the slice.
+  // Must not call back into this reducer: the call it is part of keeps scratch here.
   using SliceHook = std::function<Status(void* data, size_t count, int slice)>;
 
   ShmNodeReducer();
@@ -112,6 +113,8 @@ class ShmNodeReducer {
   HandoverWatch::Mode stream_mode_ = HandoverWatch::Mode::kAuto;
   bool probe_shared_cores_ = false;
   std::chrono::milliseconds wait_timeout_{60000};
+  // One thread at a time per reducer (the runtime's background thread; a thread or process per
+  // rank in the tests): calls write its scratch (part_starts_, each State's sources).
   // By communicator: an algorithm instance may serve several (process sets). Keyed by address,
   // so an instance must not outlive the communicators it ran on (the runtime's selector and its
   // communicators live and die together).

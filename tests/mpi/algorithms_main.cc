@@ -203,10 +203,11 @@ TEST(ShmListMpiTest, TensorsInTheirOwnBuffersMatchReference) {
   ShmAllreduce probe;
   const Status supported = probe.Supports(DescribeCommunicator(comm));
   if (!supported.ok()) {
-    // Only where the ranks are not one node (KOLO_NODE_GROUPING), and then with a reason.
+    // Only where the ranks are not one node (KOLO_NODE_GROUPING), and then with a reason; the
+    // same answer on every rank (one communicator description).
     if (supported.message().empty()) failures.push_back("shm declined without a reason");
     FailEverywhereIfAnyFailed(failures);
-    return;
+    GTEST_SKIP() << "shm does not run here: " << supported.message();
   }
   const std::vector<std::vector<size_t>> layouts = {
       {5}, {0, 3, 0, 7}, {4099, 0, 2, 9000, 1}, {1, 12000, 12000, 3}, {70001, 64, 0, 300000}};
@@ -218,11 +219,13 @@ TEST(ShmListMpiTest, TensorsInTheirOwnBuffersMatchReference) {
                                           : HandoverWatch::Mode::kPlain);
     for (const std::vector<size_t>& counts : layouts) {
       for (bool in_place : {false, true}) {
-        std::string f =
-            CheckList<float>(comm, shm, counts, ReduceOp::kSum, 1.0 / comm.Size(), in_place);
-        if (f.empty()) f = CheckList<double>(comm, shm, counts, ReduceOp::kMax, 1.0, in_place);
-        if (f.empty()) f = CheckList<int32_t>(comm, shm, counts, ReduceOp::kSum, 1.0, in_place);
-        if (!f.empty()) failures.push_back((streams ? "streamed: " : "plain: ") + f);
+        // Every check on every rank, whatever failed before: each is one collective call.
+        for (const std::string& f :
+             {CheckList<float>(comm, shm, counts, ReduceOp::kSum, 1.0 / comm.Size(), in_place),
+              CheckList<double>(comm, shm, counts, ReduceOp::kMax, 1.0, in_place),
+              CheckList<int32_t>(comm, shm, counts, ReduceOp::kSum, 1.0, in_place)}) {
+          if (!f.empty()) failures.push_back((streams ? "streamed: " : "plain: ") + f);
+        }
       }
     }
   }

@@ -251,7 +251,7 @@ TEST_F(LifecycleTest, KnobsThatShapeExecutionMustAgreeAcrossRanks) {
       {"KOLO_CACHE_CAPACITY", "0", "16"},
   };
   for (const auto& c : cases) {
-    SCOPED_TRACE(c.knob);
+    SCOPED_TRACE(std::string(c.knob) + "=" + c.on_rank0 + " on rank 0");
     WorldBarrier();
     ASSERT_EQ(kolo_shutdown(), KOLO_SUCCESS);
     const char* old = std::getenv(c.knob);
@@ -269,6 +269,8 @@ TEST_F(LifecycleTest, KnobsThatShapeExecutionMustAgreeAcrossRanks) {
     EXPECT_NE(message.find(std::string(c.knob) + " must be the same on every rank"),
               std::string::npos)
         << message;
+    // The values as the variable spells them ("auto", not its internal -1).
+    EXPECT_NE(message.find(std::string("has ") + c.on_rank0), std::string::npos) << message;
     WorldBarrier();
     if (kolo_is_initialized()) kolo_shutdown();  // the mismatch was accepted after all
     WorldBarrier();

@@ -94,7 +94,7 @@ def check(events, ranks=None, phases=False, complete=False, cycles=False, every_
         name = names.get(pid)
         if name is None:
             problems.append("pid %s has events but no process_name" % pid)
-        stack, row_spans, fused = [], collections.Counter(), False
+        stack, row_spans, fused, half = [], collections.Counter(), False, False
         step_marks = collections.Counter()  # rank -> marks in the open negotiation
         for e in row:
             if e["ph"] == "B":
@@ -105,6 +105,8 @@ def check(events, ranks=None, phases=False, complete=False, cycles=False, every_
                 if e["name"] == "ALLREDUCE" and e.get("args", {}).get("fused_tensors", 1) > 1:
                     fused = True
             elif e["ph"] == "E":
+                # A tensor's last end carries its dtype (runtime/timeline.cc, TensorFinished).
+                half = half or e.get("args", {}).get("dtype") in ("float16", "bfloat16")
                 if not stack:
                     problems.append("%r: an end without a begin at ts %s" % (name, e["ts"]))
                 else:
@@ -130,7 +132,7 @@ def check(events, ranks=None, phases=False, complete=False, cycles=False, every_
             if not any(COLLECTIVE.match(s) for s in row_spans):
                 allreduce_without["ALLREDUCE (<algorithm>)"].append(name)
             algorithms = {COLLECTIVE.match(s).group(1) for s in row_spans if COLLECTIVE.match(s)}
-            needs_copies = fused and any(a not in LIST_ALGORITHMS for a in algorithms)
+            needs_copies = fused and (half or any(a not in LIST_ALGORITHMS for a in algorithms))
             has_copies = all(row_spans[c] for c in COPIES)
             copies_expected = copies_expected or needs_copies or has_copies
             if needs_copies and not has_copies:

@@ -18,9 +18,8 @@ namespace kolo {
 namespace {
 
 using testing_topology::Fixture;
-
-constexpr double kGen4x16 = 31.507692;  // pci_link_speed of the Gen4 fixtures
-constexpr double kGen5x16 = 63.015385;
+using testing_topology::kGen4x16;
+using testing_topology::kGen5x16;
 
 // Achievable GB/s of a NIC port of `gbit` Gbit/s shared by `ranks` ranks.
 double NicShare(double gbit, int ranks) { return gbit / 8 * kNicEfficiency / ranks; }

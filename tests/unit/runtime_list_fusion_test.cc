@@ -2,9 +2,11 @@
 // (shm, which takes a fused response's tensors in their own buffers) host tensors of any size
 // fuse, and the results match the reference computed from every rank's inputs; with an explicit
 // direct size, or without a node that shares memory, tensors of that size or more go alone.
-// Whether tensors meet in one cycle depends on timing, so the cycles here are long and
-// submissions do not start them: the four tensors of a step are all queued long before a cycle
-// comes, and over three steps fusion must show at least once; without it, fused_tensors stays 0.
+// Whether tensors meet in one cycle depends on timing, so the cycles here are 30 ms apart and
+// submissions do not start them: a step's four tensors are queued back to back, and fusion must
+// show in at least one of three steps (two of a step's tensors in one cycle); where large
+// tensors go alone, fused_tensors stays 0 whatever the timing. The executor's tests show that
+// a fused group then goes to RunList.
 #include <gtest/gtest.h>
 
 #include <cmath>

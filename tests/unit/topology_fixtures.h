@@ -64,6 +64,18 @@ inline void ExpectGpuLinkTable(const Topology& t, const std::vector<std::string>
   }
 }
 
+// pci_link_speed values the fixtures use (README), GB/s.
+inline constexpr double kGen3x8 = 7.876923;
+inline constexpr double kGen4x16 = 31.507692;
+inline constexpr double kGen5x16 = 63.015385;
+
+// The GPUs' PCI bus ids, in the topology's order.
+inline std::vector<std::string> GpuBusIds(const Topology& t) {
+  std::vector<std::string> out;
+  for (const Gpu& g : t.gpus) out.push_back(g.pci.bus_id);
+  return out;
+}
+
 }  // namespace testing_topology
 }  // namespace kolo
 

@@ -21,13 +21,8 @@ namespace {
 
 using testing_topology::Fixture;
 using testing_topology::FixturePath;
+using testing_topology::GpuBusIds;
 using testing_topology::ShippedFixtures;
-
-std::vector<std::string> GpuBusIds(const Topology& t) {
-  std::vector<std::string> out;
-  for (const Gpu& g : t.gpus) out.push_back(g.pci.bus_id);
-  return out;
-}
 
 // ---- Errors ---------------------------------------------------------------------------------
 

@@ -29,16 +29,11 @@ using testing_topology::ShippedFixtures;
 using Names = std::vector<std::string>;
 using Ints = std::vector<int>;
 
-constexpr double kGen3x8 = 7.876923;  // pci_link_speed values the fixtures use (README)
-constexpr double kGen4x16 = 31.507692;
-constexpr double kGen5x16 = 63.015385;
+using testing_topology::GpuBusIds;
+using testing_topology::kGen3x8;
+using testing_topology::kGen4x16;
+using testing_topology::kGen5x16;
 constexpr uint64_t kGiB = 1ull << 30;
-
-std::vector<std::string> GpuBusIds(const Topology& t) {
-  std::vector<std::string> out;
-  for (const Gpu& g : t.gpus) out.push_back(g.pci.bus_id);
-  return out;
-}
 
 std::vector<int> GpuPackages(const Topology& t) {
   std::vector<int> out;
