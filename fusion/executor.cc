@@ -45,6 +45,17 @@ size_t LastTensor(const std::vector<FusedTensor>& tensors, size_t ti, size_t tof
 
 }  // namespace
 
+// A floating result has one scale left (Average's 1/size, the postscale): an algorithm that can
+// apply it in its own last pass over the result (CanRunScaled) saves Finish's pass over it.
+// That scale, or 1 where the algorithm leaves it to Finish.
+double FusionExecutor::FoldedScale(Communicator& comm, const AllreduceAlgorithm& algorithm,
+                                   const AllreduceJob& job) {
+  if (!IsFloatingPoint(job.dtype) || IsHalf(job.dtype) || !algorithm.CanRunScaled(job.dtype)) {
+    return 1.0;
+  }
+  return LowerReduce(job.op, job.postscale, comm.Size()).float_postscale;
+}
+
 Status FusionExecutor::Finish(void* dst, const void* src, size_t count, const AllreduceJob& job,
                               int size) {
   const LoweredReduce lowered = LowerReduce(job.op, job.postscale, size);
@@ -97,13 +108,11 @@ Status FusionExecutor::RunList(Communicator& comm, AllreduceAlgorithm& algorithm
       parts.back().send = t.output;
     }
   }
-  const double scale = LowerReduce(job.op, job.postscale, comm.Size()).float_postscale;
-  const bool scaled =
-      IsFloatingPoint(job.dtype) && scale != 1.0 && algorithm.CanRunScaled(job.dtype);
+  const double scale = FoldedScale(comm, algorithm, job);
+  const bool scaled = scale != 1.0;
   {
     StageScope reduce(observer, ExecutorObserver::Stage::kReduce, 0, job.tensors.size() - 1);
-    KOLO_RETURN_IF_ERROR(
-        algorithm.RunList(comm, parts, job.dtype, WireOp(job.op), scaled ? scale : 1.0));
+    KOLO_RETURN_IF_ERROR(algorithm.RunList(comm, parts, job.dtype, WireOp(job.op), scale));
   }
   if (scaled) return Status::OK();
   for (const FusedTensor& t : job.tensors) {
@@ -121,11 +130,8 @@ Status FusionExecutor::RunDirect(Communicator& comm, AllreduceAlgorithm& algorit
     KOLO_RETURN_IF_ERROR(ScaleCopy(t.output, t.input, t.count, job.dtype, job.prescale));
     args.send = t.output;
   }
-  // A floating result has one scale left (Average's 1/size, the postscale): an algorithm that
-  // can apply it in its own last pass over the result saves Finish's pass over the tensor.
-  const double scale = LowerReduce(job.op, job.postscale, comm.Size()).float_postscale;
-  const bool scaled = IsFloatingPoint(job.dtype) && !IsHalf(job.dtype) && scale != 1.0 &&
-                      algorithm.CanRunScaled(job.dtype);
+  const double scale = FoldedScale(comm, algorithm, job);
+  const bool scaled = scale != 1.0;
   {
     StageScope reduce(observer, ExecutorObserver::Stage::kReduce, index, index);
     KOLO_RETURN_IF_ERROR(scaled ? algorithm.RunScaled(comm, args, scale)

@@ -88,6 +88,9 @@ class FusionExecutor {
   // The tensors reduced in their own buffers by an algorithm that takes a list (RunsLists).
   Status RunList(Communicator& comm, AllreduceAlgorithm& algorithm, const AllreduceJob& job,
                  ExecutorObserver* observer);
+  // The scale the algorithm applies in its own last pass, or 1 where Finish applies it.
+  static double FoldedScale(Communicator& comm, const AllreduceAlgorithm& algorithm,
+                            const AllreduceJob& job);
   // Post-processing (Average, postscale) of `count` reduced elements from src into dst.
   Status Finish(void* dst, const void* src, size_t count, const AllreduceJob& job, int size);
 
