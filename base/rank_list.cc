@@ -15,6 +15,10 @@ std::string RankList(const std::vector<int>& ranks) {
   return out;
 }
 
+std::string RanksPhrase(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks);
+}
+
 std::string BracketedRanks(const std::vector<int>& ranks) {
   std::string s = "[";
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);

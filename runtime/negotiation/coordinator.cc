@@ -158,8 +158,8 @@ void Coordinator::FailGroup(const std::string& key, const GroupSeen& seen) {
   std::string why = "the ranks grouped different tensors with '" + key + "': ";
   for (size_t i = 0; i < lists.size(); ++i) {
     if (i) why += ", ";
-    why += (ranks[i].size() == 1 ? "rank " : "ranks ") + RankList(ranks[i]) + " grouped " +
-           std::to_string(lists[i].size()) + (lists[i].size() == 1 ? " tensor (" : " tensors (");
+    why += RanksPhrase(ranks[i]) + " grouped " + std::to_string(lists[i].size()) +
+           (lists[i].size() == 1 ? " tensor (" : " tensors (");
     constexpr size_t kShown = 8;
     for (size_t j = 0; j < lists[i].size() && j < kShown; ++j) {
       why += (j ? ", '" : "'") + lists[i][j] + "'";

@@ -121,8 +121,8 @@ std::string FindMismatch(const std::vector<Request>& by_rank) {
                       " mismatch: ";
     for (size_t g = 0; g < groups.size(); ++g) {
       if (g) msg += ", ";
-      msg += (groups[g].size() == 1 ? "rank " : "ranks ") + RankList(groups[g]) +
-             (groups[g].size() == 1 ? " has " : " have ") + f.show(by_rank[groups[g][0]]);
+      msg += RanksPhrase(groups[g]) + (groups[g].size() == 1 ? " has " : " have ") +
+             f.show(by_rank[groups[g][0]]);
     }
     return msg;
   }

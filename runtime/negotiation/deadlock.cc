@@ -22,10 +22,6 @@ std::string UserName(const Coordinator::Waiting& w) {
   return w.name.compare(0, prefix.size(), prefix) == 0 ? w.name.substr(prefix.size()) : w.name;
 }
 
-std::string Ranks(const std::vector<int>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks);
-}
-
 }  // namespace
 
 std::string DeadlockDetector::Describe(const std::vector<RequestList>& lists,
@@ -45,7 +41,8 @@ std::string DeadlockDetector::Describe(const std::vector<RequestList>& lists,
     if (!differ) continue;
     out += "'" + user + "': ";
     for (size_t i = 0; i < ws.size(); ++i) {
-      out += (i ? ", " : "") + Ranks(ws[i]->ready) + " called " + std::string(OpTypeName(ws[i]->op));
+      out += (i ? ", " : "") + RanksPhrase(ws[i]->ready) + " called " +
+             std::string(OpTypeName(ws[i]->op));
     }
     out += "; ";
   }
@@ -65,13 +62,14 @@ std::string DeadlockDetector::Describe(const std::vector<RequestList>& lists,
     ranks[i].push_back(static_cast<int>(r));
   }
   for (size_t i = 0; i < seen.size(); ++i) {
-    out += (i ? ", " : "") + Ranks(ranks[i]) + (ranks[i].size() == 1 ? " waits for " : " wait for ");
+    out += (i ? ", " : "") + RanksPhrase(ranks[i]) +
+           (ranks[i].size() == 1 ? " waits for " : " wait for ");
     constexpr size_t kShown = 4;
     for (size_t j = 0; j < seen[i].size() && j < kShown; ++j) {
       const Coordinator::Waiting* w = Find(pending, seen[i][j]);
       out += (j ? ", " : "") + std::string(w ? OpTypeName(w->op) : "operation") + " '" +
              seen[i][j] + "'";
-      if (w) out += " (not submitted by " + Ranks(w->missing) + ")";
+      if (w) out += " (not submitted by " + RanksPhrase(w->missing) + ")";
     }
     if (seen[i].size() > kShown) out += " and " + std::to_string(seen[i].size() - kShown) + " more";
   }

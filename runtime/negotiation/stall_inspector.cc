@@ -14,10 +14,6 @@ std::chrono::steady_clock::duration ToDuration(double s) {
       std::chrono::duration<double>(s));
 }
 
-std::string Ranks(const std::vector<int>& ranks) {
-  return std::string(ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks);
-}
-
 // A waited time: whole seconds, or one decimal below 10 s.
 std::string Whole(double s) {
   return s >= 10 ? std::to_string(static_cast<long long>(std::floor(s))) : TenthsText(s);
@@ -36,9 +32,8 @@ StallInspector::Clock::duration StallInspector::HoldLimit() const {
 }
 
 std::string StallInspector::Describe(const Coordinator::Waiting& w, double waited_seconds) {
-  return OpLabel(w.op, w.name) + ": submitted by " + Ranks(w.ready) +
-         ", missing ranks: " + RankList(w.missing) + " (waiting " + Whole(waited_seconds) +
-         " s)";
+  return OpLabel(w.op, w.name) + ": submitted by " + RanksPhrase(w.ready) +
+         ", missing ranks: " + RankList(w.missing) + " (waiting " + Whole(waited_seconds) + " s)";
 }
 
 std::vector<Response> StallInspector::Inspect(Coordinator& coordinator, Clock::time_point now) {

@@ -5,13 +5,6 @@
 #include "base/rank_list.h"
 
 namespace kolo {
-namespace {
-
-std::string Ranks(const std::vector<int>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + RankList(ranks);
-}
-
-}  // namespace
 
 std::string ProcessSetCall::ToString() const {
   if (kind == kRemove) return "remove_process_set(" + std::to_string(id) + ")";
@@ -63,7 +56,7 @@ std::string DescribeDifferences(const std::vector<ProcessSetCall>& calls) {
   for (size_t g = 0; g < distinct.size(); ++g) {
     const ProcessSetCall& c = distinct[g];
     const bool one = callers[g].size() == 1;
-    msg += (g ? ", " : "") + Ranks(callers[g]);
+    msg += (g ? ", " : "") + RanksPhrase(callers[g]);
     if (all_add) {
       msg += " passed " + (c.valid ? BracketedRanks(c.ranks) : std::string("an invalid list"));
     } else if (all_remove) {

@@ -15,6 +15,12 @@ TEST(RankList, RunsOfThreeOrMoreCollapseToARange) {
   EXPECT_EQ(RankList({2, 4, 5, 6, 7, 9, 10}), "2,4-7,9,10");
 }
 
+TEST(RankList, RanksPhraseTakesTheWordItsCountTakes) {
+  EXPECT_EQ(RanksPhrase({3}), "rank 3");
+  EXPECT_EQ(RanksPhrase({0, 1}), "ranks 0,1");
+  EXPECT_EQ(RanksPhrase({0, 1, 2, 5}), "ranks 0-2,5");
+}
+
 TEST(RankList, BracketedRanksEchoTheListAsGiven) {
   EXPECT_EQ(BracketedRanks({}), "[]");
   EXPECT_EQ(BracketedRanks({4}), "[4]");
