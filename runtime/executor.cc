@@ -63,7 +63,7 @@ Runtime::Runner Runtime::RunnerFor(ResponseType type, bool on_device) {
        [](Runtime& rt, const Response& r, Entries& es) { rt.ExecuteDeviceAllreduce(r, es); }},
       {ResponseType::kAllgather, Memory::kHost,
        [](Runtime& rt, const Response& r, Entries& es) {
-         rt.Finish(es[0], rt.ExecuteAllgather(r, es[0]));
+         rt.FinishHost(es[0], rt.ExecuteAllgather(r, es[0]));
        }},
       {ResponseType::kAllgather, Memory::kDevice,
        [](Runtime& rt, const Response& r, Entries& es) {
@@ -71,7 +71,7 @@ Runtime::Runner Runtime::RunnerFor(ResponseType type, bool on_device) {
        }},
       {ResponseType::kBroadcast, Memory::kHost,
        [](Runtime& rt, const Response& r, Entries& es) {
-         rt.Finish(es[0], rt.ExecuteBroadcast(r, es[0]));
+         rt.FinishHost(es[0], rt.ExecuteBroadcast(r, es[0]));
        }},
       {ResponseType::kBroadcast, Memory::kDevice,
        [](Runtime& rt, const Response& r, Entries& es) {
@@ -79,7 +79,7 @@ Runtime::Runner Runtime::RunnerFor(ResponseType type, bool on_device) {
        }},
       {ResponseType::kReducescatter, Memory::kHost,
        [](Runtime& rt, const Response& r, Entries& es) {
-         rt.Finish(es[0], rt.ExecuteReducescatter(r, es[0]));
+         rt.FinishHost(es[0], rt.ExecuteReducescatter(r, es[0]));
        }},
       {ResponseType::kReducescatter, Memory::kDevice,
        [](Runtime& rt, const Response& r, Entries& es) {
@@ -87,7 +87,7 @@ Runtime::Runner Runtime::RunnerFor(ResponseType type, bool on_device) {
        }},
       {ResponseType::kAlltoall, Memory::kHost,
        [](Runtime& rt, const Response& r, Entries& es) {
-         rt.Finish(es[0], rt.ExecuteAlltoall(r, es[0]));
+         rt.FinishHost(es[0], rt.ExecuteAlltoall(r, es[0]));
        }},
       {ResponseType::kAlltoall, Memory::kDevice,
        [](Runtime& rt, const Response& r, Entries& es) {
@@ -164,8 +164,10 @@ void Runtime::Execute(const Response& response) {
 
 void Runtime::ExecuteBarrier(TensorEntry& entry) {
   Status s = data_->Barrier();
+  if (!s.ok()) s.AddContext("barrier");
+  NoteOutOfStep(s);
   if (entry.handle) {
-    Finish(entry, s.ok() ? s : s.AddContext("barrier"));
+    Finish(entry, s);
   } else {
     // A barrier of the other ranks while this one has joined: it took part, so its next
     // barrier has the same name as theirs.
@@ -226,7 +228,7 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
       if (timeline_.enabled()) stages.emplace(timeline_, response.names, "ALLREDUCE (adasum)");
       status = fusion_.RunAdasum(*data_, adasum_, job, stages ? &*stages : nullptr);
     }
-    FinishAllreduce(response, entries, status);
+    NoteOutOfStep(FinishAllreduce(response, entries, status));
     return;
   }
   size_t count = 0;
@@ -251,26 +253,34 @@ void Runtime::ExecuteAllreduce(const Response& response, std::vector<TensorEntry
     progress_.set_algorithm((*algorithm)->Name());
     status = fusion_.Run(*data_, **algorithm, job, stages ? &*stages : nullptr);
   }
-  FinishAllreduce(response, entries, status);
+  NoteOutOfStep(FinishAllreduce(response, entries, status));
 }
 
-void Runtime::FinishAllreduce(const Response& response, std::vector<TensorEntry>& entries,
-                              Status status) {
-  if (!status.ok()) {
-    std::string what = "allreduce '" +
-                       (entries.empty() ? response.names[0] : entries[0].request.name) + "'";
-    if (entries.size() > 1) {
-      what += " (fused " + std::to_string(entries.size()) + " tensors, " +
-              std::to_string(ResponseBytes(response)) + " bytes)";
+Status Runtime::FinishAllreduce(const Response& response, std::vector<TensorEntry>& entries,
+                                Status status) {
+  if (status.ok()) {
+    for (TensorEntry& e : entries) {
+      if (e.handle) Finish(e, status);
     }
-    status.AddContext(what);
-    KOLO_LOG_ERROR("runtime", "{}", status.ToString());
+    return status;
   }
+  // Each handle's error names its own tensor; the log line (and the returned status) names the
+  // group by its first.
+  const std::string fused = entries.size() > 1
+                                ? " (fused with " + std::to_string(entries.size() - 1) + " more, " +
+                                      std::to_string(ResponseBytes(response)) + " bytes in all)"
+                                : "";
+  auto what = [&](const std::string& name) { return "allreduce '" + name + "'" + fused; };
+  Status group = status;
+  group.AddContext(what(entries.empty() ? response.names[0] : entries[0].request.name));
+  KOLO_LOG_ERROR("runtime", "{}", group.ToString());
   for (TensorEntry& e : entries) {
-    if (e.handle) Finish(e, status);
+    if (!e.handle) continue;
+    Status own = status;
+    Finish(e, own.AddContext(what(e.request.name)));
   }
+  return group;
 }
-
 
 Status Runtime::ExecuteAllgather(const Response& response, TensorEntry& entry) {
   const AllgatherParts parts = AllgatherPartsOf(response, entry.request);

@@ -81,8 +81,9 @@ Status Runtime::Start() {
   }
   selector_ = AllreduceSelector(algo, std::move(cost), config_.nccl_algo, config_.shm_stores);
   if (algo != "auto" && !algo.empty() && !selector_.Find(algo)) {
-    // Selecting anything reports the valid names.
-    return selector_.Select(SelectionInput()).status();
+    // Selecting anything reports the valid names. A setting no algorithm has is a malformed
+    // value (as the other *_ALGO settings' are), not an algorithm declining a message.
+    return InvalidArgumentError(selector_.Select(SelectionInput()).status().message());
   }
   CollectiveNames names;
   names.allgather = config_.allgather_algo;
@@ -303,12 +304,19 @@ void Runtime::BackgroundLoop() {
       Execute(response);
       progress_.End();
       if (!CompletesOnDevice(response)) timeline_.ExecutionFinished(response);
+      // The Responses after it stay in the queue for FailAll: see NoteOutOfStep.
+      if (!progress_.failure().ok() || !out_of_step_.ok()) break;
     }
     if (!progress_.failure().ok()) {
       // A rank stopped answering in the data plane: nothing more can be exchanged with it.
       // What is pending fails as a later submission will (the queue is closed): kolo stopped.
       KOLO_LOG_ERROR("runtime", "{}", progress_.failure().message());
       FailAll(FailedPreconditionError("kolo stopped: " + progress_.failure().message()));
+      break;
+    }
+    if (!out_of_step_.ok()) {
+      KOLO_LOG_ERROR("runtime", "stopping: {}", out_of_step_.message());
+      FailAll(FailedPreconditionError("kolo stopped: " + out_of_step_.message()));
       break;
     }
     if (!result->fatal_error.empty()) {
@@ -327,6 +335,15 @@ void Runtime::BackgroundLoop() {
     }
   }
   running_ = false;
+}
+
+void Runtime::NoteOutOfStep(const Status& status) {
+  const StatusCode code = status.code();
+  if (out_of_step_.ok() &&
+      (code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
+       code == StatusCode::kResourceExhausted)) {
+    out_of_step_ = status;
+  }
 }
 
 void Runtime::Finish(TensorEntry& entry, Status status) {

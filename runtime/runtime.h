@@ -143,9 +143,10 @@ class Runtime {
   static Runner RunnerFor(ResponseType type, bool on_device);
   // `entries` in the Response's order; an entry without a handle is a tensor this rank never
   // submitted because it has joined: it takes part with the identity (runtime/join.cc).
-  // Adds the context, logs a failure and completes every entry's handle with `status`.
-  void FinishAllreduce(const Response& response, std::vector<TensorEntry>& entries,
-                       Status status);
+  // Completes every entry's handle with `status`; a failure is logged, and each handle's error
+  // names its own tensor. Returns the failure as logged (named by the group's first tensor).
+  Status FinishAllreduce(const Response& response, std::vector<TensorEntry>& entries,
+                         Status status);
   void ExecuteAllreduce(const Response& response, std::vector<TensorEntry>& entries);
   void ExecuteDeviceAllreduce(const Response& response, std::vector<TensorEntry>& entries);
   void ExecuteBarrier(TensorEntry& entry);
@@ -193,12 +194,26 @@ class Runtime {
   Status ExecuteReducescatter(const Response& response, TensorEntry& entry);
   Status ExecuteAlltoall(const Response& response, TensorEntry& entry);
   void FailAll(const Status& status);
+  // Called on the background thread with the outcome of each collective it runs (for CUDA
+  // tensors, of enqueueing it). A failure that leaves this rank out of step with its peers is
+  // kept in out_of_step_, and the background loop stops after that Response: kUnavailable (a
+  // peer is gone, or gave up on the collective), kDeadlineExceeded (a peer stopped answering)
+  // and kResourceExhausted (this rank could not allocate what the collective needs, so its
+  // peers run it without this rank). Going on would run the next collective against a peer
+  // still in this one (a wrong result) or wait on a peer that is gone, once per Response.
+  // Other failures (a refusal every rank makes alike) leave the ranks in step.
+  void NoteOutOfStep(const Status& status);
   // Whether fused host responses run in their tensors' own buffers (Start: then every host
   // tensor may fuse; runtime.cc says why).
   bool HostFusionTakesLists();
   // Frees the entry's name, then completes its handle: once a caller sees completion, the name
   // can be submitted again.
   void Finish(TensorEntry& entry, Status status);
+  // Finish for a host collective's outcome, on the background thread (NoteOutOfStep first).
+  void FinishHost(TensorEntry& entry, Status status) {
+    NoteOutOfStep(status);
+    Finish(entry, std::move(status));
+  }
 
   const Config config_;
   const RankLayout layout_;
@@ -207,6 +222,7 @@ class Runtime {
   Controller controller_;
   // The data plane's stall inspector: kolo's algorithms ask it while a transfer waits long.
   ProgressWatch progress_;
+  Status out_of_step_;  // see NoteOutOfStep; background thread only
   FusionExecutor fusion_;
   DeviceAllreduce device_allreduce_;  // CUDA tensors (fusion/device_allreduce.h)
   AllreduceSelector selector_;

@@ -241,6 +241,16 @@ Status ShmNodeReducer::Barrier(State& s, const char* phase) {
         return s.broken;
       }
     }
+    // A peer that gave up on an earlier collective stays at the barrier number it reached
+    // there, which a rank that skipped that collective reaches only now: its counter alone
+    // would let this barrier pass, against the slots of another collective.
+    if (failed->load(std::memory_order_acquire) != 0) {
+      Counter(s.segment->Region(s.rank), kFailedOffset)->store(1, std::memory_order_release);
+      s.broken =
+          UnavailableError("shared-memory all-reduce on local rank " + std::to_string(s.rank) +
+                           ": local rank " + std::to_string(r) + " gave up on the all-reduce");
+      return s.broken;
+    }
   }
   return Status::OK();
 }

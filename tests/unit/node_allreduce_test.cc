@@ -275,6 +275,65 @@ TEST(ShmAllreduceFaultTest, AbsentPeerIsReportedNotWaitedForever) {
   for (const std::string& f : failures) ADD_FAILURE() << f;
 }
 
+// A rank that skipped a collective (it could not take part) must not meet a peer that gave up
+// on that collective in the next one: the peer's barrier counter stays where that collective
+// left it, and the skipping rank's next barrier reaches that number. The next collective has
+// to fail on every rank, naming the peer, instead of reducing against the slots the peer
+// filled for the collective it gave up on. Small (one slot) and pieced paths, 2 and 3 ranks.
+TEST(ShmAllreduceFaultTest, PeerThatGaveUpIsNotMetByTheNextCollective) {
+  for (int ranks : {2, 3}) {
+    for (size_t count : {size_t{16}, size_t{300000}}) {
+      SCOPED_TRACE(std::to_string(ranks) + " ranks, " + std::to_string(count) + " floats");
+      std::mutex mu;
+      std::vector<std::string> failures;
+      RunOnThreadWorld(ranks, "1", [&](Communicator& comm) {
+        const int last = comm.Size() - 1;
+        ShmAllreduce algo;
+        algo.reducer().set_wait_timeout(std::chrono::milliseconds(300));
+        // What the last rank gave up on: its own values. What follows: every rank's rank + 1.
+        std::vector<float> skipped(count, 100.0f);
+        std::vector<float> data(count, static_cast<float>(comm.Rank() + 1));
+        // One collective on every rank first: the segment is set up in the first call, by all.
+        std::vector<float> warm(count, 1.0f);
+        Status warmed = algo.Run(comm, AllreduceArgs{warm.data(), warm.data(), count,
+                                                     DataType::kFloat32, ReduceOp::kSum});
+        Status first;
+        if (comm.Rank() == last) {
+          first = algo.Run(comm, AllreduceArgs{skipped.data(), skipped.data(), count,
+                                               DataType::kFloat32, ReduceOp::kSum});
+        }
+        Status met = comm.Barrier();  // the last rank has given up
+        Status next = algo.Run(comm, AllreduceArgs{data.data(), data.data(), count,
+                                                   DataType::kFloat32, ReduceOp::kSum});
+        std::lock_guard<std::mutex> lock(mu);
+        const std::string who = "rank " + std::to_string(comm.Rank()) + ": ";
+        if (!warmed.ok() || warm[0] != static_cast<float>(ranks)) {
+          failures.push_back(who + "the first collective: " + warmed.ToString() + ", element 0 " +
+                             std::to_string(warm[0]));
+        }
+        if (!met.ok()) failures.push_back(who + "loopback barrier: " + met.ToString());
+        if (comm.Rank() == last && first.code() != StatusCode::kUnavailable) {
+          failures.push_back(who + "the collective alone returned " + first.ToString());
+        }
+        // The last rank, or (3 ranks) a peer that found it first and gave up in turn.
+        const std::string named = "gave up on the all-reduce";
+        if (comm.Rank() != last && (next.code() != StatusCode::kUnavailable ||
+                                    next.message().find(named) == std::string::npos)) {
+          // Only the reference can say whether an OK result is right: every rank's rank + 1.
+          const double want = ranks * (ranks + 1) / 2.0;
+          failures.push_back(who + "expected kUnavailable naming '" + named + "', got " +
+                             next.ToString() + " with element 0 = " + std::to_string(data[0]) +
+                             " (the sum of every rank's input is " + std::to_string(want) + ")");
+        }
+        if (comm.Rank() == last && next.code() != StatusCode::kUnavailable) {
+          failures.push_back(who + "the call after giving up returned " + next.ToString());
+        }
+      });
+      for (const std::string& f : failures) ADD_FAILURE() << f;
+    }
+  }
+}
+
 // The selector on one node, on fixed parameters of the kind `kolo-bench --calibrate` writes on
 // the 2-vCPU machine (2 ranks: a ring step, in-cache memory, a flag barrier): shm at every size
 // when the node shares memory; without it, recursive doubling for small messages and the

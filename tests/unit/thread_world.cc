@@ -41,9 +41,11 @@ void RunOnThreadWorld(int ranks, std::string_view grouping,
 }
 
 std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config,
-                                                    std::string_view grouping) {
+                                                    std::string_view grouping,
+                                                    std::shared_ptr<LoopbackWorld>* data_world) {
   auto control = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
   auto data = std::make_shared<LoopbackWorld>(ranks, std::chrono::seconds(30));
+  if (data_world) *data_world = data;
   std::optional<LoopbackNodeWorlds> nodes;
   if (!grouping.empty()) {
     auto map = grouping == "1" ? NodeMap::OneNode(ranks) : NodeMap::Parse(grouping, ranks);

@@ -52,8 +52,11 @@ inline Config FastConfig() {
 // `ranks` started Runtimes over fresh loopback control and data worlds (empty on failure).
 // `grouping`: "" gives the data communicators no node context; else a node grouping as
 // RunOnThreadWorld's ("1": every rank on one node that shares memory, where shm runs).
-std::vector<std::unique_ptr<Runtime>> StartRuntimes(int ranks, const Config& config,
-                                                    std::string_view grouping = "");
+// `data_world`, when given, receives the data communicators' world (a test may Abort it: a lost
+// data plane, while the control world still negotiates).
+std::vector<std::unique_ptr<Runtime>> StartRuntimes(
+    int ranks, const Config& config, std::string_view grouping = "",
+    std::shared_ptr<LoopbackWorld>* data_world = nullptr);
 
 // Starts `ranks` Runtimes over loopback control and data worlds, runs fn(runtime) on one
 // thread per rank, then shuts them all down. `grouping` as for StartRuntimes.
