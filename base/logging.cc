@@ -21,9 +21,12 @@ std::atomic<int> g_size{-1};
 
 spdlog::logger& Logger() {
   // Own logger (not spdlog's default) so an application's spdlog settings stay its own.
-  static std::shared_ptr<spdlog::logger> logger = [] {
+  // Never destroyed: kolo's background thread may still log while the process exits (a script
+  // that ends on a peer's failure without kolo_shutdown), after static destructors have run; a
+  // destroyed logger there crashed the exiting process.
+  static spdlog::logger* const logger = [] {
     auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-    auto l = std::make_shared<spdlog::logger>("kolo", sink);
+    auto* l = new spdlog::logger("kolo", sink);
     l->set_level(spdlog::level::trace);
     l->set_pattern("%Y-%m-%d %H:%M:%S.%e %v");
     return l;

@@ -202,6 +202,22 @@ def test_alltoall_errors():
     assert_matches(out, torch.ones(n, 2), "next op")
 
 
+def test_alltoall_splits_refused_on_one_rank_fail_the_others():
+    # Only the last rank gives splits kolo.torch refuses (too few entries, then a float tensor):
+    # the others fail with its reason instead of waiting for it.
+    n, last = hvd.size(), hvd.size() - 1
+    for k, bad in enumerate(([n], torch.ones(n))):
+        splits = bad if hvd.rank() == last else [1] * n
+        with pytest.raises(ValueError if hvd.rank() == last else RuntimeError) as info:
+            hvd.alltoall(torch.zeros(n), splits=splits, name="a2a-refused.%d" % k)
+        if hvd.rank() != last:
+            assert "rank %d refused it" % last in str(info.value), str(info.value)
+            assert "splits" in str(info.value), str(info.value)
+    # (another name: the last rank cannot tell when the others have seen its refusal)
+    out = hvd.alltoall(torch.full((n,), float(hvd.rank())), name="a2a-refused.next")
+    assert_matches(out, torch.arange(n, dtype=torch.float32), "next op")
+
+
 def test_barrier_orders_with_submitted_ops():
     t = torch.full((3,), float(hvd.rank()))
     handle = hvd.allreduce_async(t, op=hvd.Sum, name="before-barrier")

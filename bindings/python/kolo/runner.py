@@ -24,6 +24,7 @@ import argparse
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -414,10 +415,45 @@ def main(argv=None, environ=None, euid=None, cores=None):
               (cmd[0], "openmpi-bin" if cmd[0] == "mpirun" else "slurm-client"), file=sys.stderr)
         return 2
     environ.update(launcher_env)
+    return run_launcher(cmd, environ)
+
+
+def run_launcher(cmd, environ):
+    """Runs the launcher (mpirun, srun, kolo.local_launch) and returns its exit status (128 + N
+    when a signal N ended it, as a shell gives).
+
+    SIGTERM and SIGHUP sent to kolorun alone, as a scheduler, a sweep driver or ``kill`` sends
+    them, go on to the launcher, which ends every rank; without that kolorun ended and left the
+    job running. Ctrl-C in a terminal reaches the launcher by itself (the terminal signals the
+    whole foreground group), and Open MPI's mpirun takes a second SIGINT soon after the first as
+    a forced abort, so SIGINT is not passed on: kolorun then waits for the launcher to end the
+    job, and a launcher that did not get it (``kill -INT`` of kolorun alone) gets SIGTERM."""
+    child = subprocess.Popen(cmd, env=environ)
+
+    def forward(signum, frame):
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    forwarded = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, forward) for s in forwarded}
+    interrupted = False
     try:
-        return subprocess.call(cmd, env=environ)
-    except KeyboardInterrupt:
+        while True:
+            try:
+                status = child.wait()
+                break
+            except KeyboardInterrupt:
+                interrupted = True
+                try:
+                    child.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    forward(signal.SIGTERM, None)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if interrupted:
         return 130
+    return 128 - status if status < 0 else status
 
 
 if __name__ == "__main__":

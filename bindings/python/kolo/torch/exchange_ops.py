@@ -45,11 +45,7 @@ def _check_reduce_op(op, what, set_id, names):
     err = _ops.InvalidSubmissionError("kolo %s: op must be Average or Sum, got %s"
                                       % (what, _OP_NAMES.get(op, repr(op))))
     err.code = _ops._INVALID_ARGUMENT
-    for n in names:
-        try:
-            _k.refuse(set_id, "reducescatter", n, str(err))
-        except _k.KoloError:
-            pass  # not initialised, or not a member: nobody waits for this rank
+    _ops._announce_refusal(set_id, "reducescatter", names, err)
     raise err
 
 
@@ -167,20 +163,29 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
 # ---- alltoall -------------------------------------------------------------------------------
 
 
-def _split_list(splits, what, process_set):
+def _split_list(splits, what, process_set, set_id, full_name):
+    """``splits`` as a list of ints, one per rank of the set. A refusal (a ValueError, as
+    Horovod's) is announced to the set's other ranks, whose alltoall of this name then fails
+    with it instead of waiting for this rank."""
     if splits is None:
         return []
+    error = None
     if isinstance(splits, torch.Tensor):
         if splits.dtype.is_floating_point or splits.dtype.is_complex or splits.dtype == torch.bool:
             # Horovod refuses a splits tensor that is not int32 with a ValueError
-            raise ValueError("kolo %s: splits must hold integers, got a %s tensor"
-                             % (what, splits.dtype))
-        splits = splits.tolist()
-    splits = [int(s) for s in splits]
-    size = _as_set(process_set).size()
-    if len(splits) != size:
-        raise ValueError("kolo %s: splits has %d entries, expected one per rank of the process "
-                         "set (%d)" % (what, len(splits), size))
+            error = ValueError("kolo %s: splits must hold integers, got a %s tensor"
+                               % (what, splits.dtype))
+        else:
+            splits = splits.tolist()
+    if error is None:
+        splits = [int(s) for s in splits]
+        size = _as_set(process_set).size()
+        if len(splits) != size:
+            error = ValueError("kolo %s: splits has %d entries, expected one per rank of the "
+                               "process set (%d)" % (what, len(splits), size))
+    if error is not None:
+        _ops._announce_refusal(set_id, "alltoall", [full_name], error)
+        raise error
     return splits
 
 
@@ -204,7 +209,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     if set_id != 0 and not _as_set(process_set).included():
         split_list = []  # the runtime refuses a non-member: its message, not one about splits
     else:
-        split_list = _split_list(splits, what, process_set)
+        split_list = _split_list(splits, what, process_set, set_id, full_name)
     h = _ops._submit(_k.alltoall_async, full_name, _ops._capsule(inp), _ops._DTYPES[inp.dtype],
                      split_list, set_id, _ops._ready_stream(inp))
     return _ops._register(handle, [h], (inp,), _gathered(h, inp.dtype, received_splits=True))

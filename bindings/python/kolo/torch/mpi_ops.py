@@ -47,7 +47,8 @@ from kolo.torch.handles import (  # noqa: F401 (kolo.torch's other modules use t
     _handle_map, _lock, _new_handle, _noname_counters, _orphan, _orphans, _register, poll,
     synchronize)
 from kolo.torch.submission import (  # noqa: F401 (kolo.torch's other modules use them from here)
-    _as_tensor_list, _capsule, _check_disjoint, _check_tensor, _contiguous, _finish_in_place,
+    _announce_refusal, _as_tensor_list, _capsule, _check_disjoint, _check_tensor, _contiguous,
+    _finish_in_place,
     _group_ready_stream, _grouped_names, _memory_range, _ready_stream, _register_in_place,
     _resolve_op, _submit, _submit_all)
 from kolo.torch import process_sets as _process_sets

@@ -27,12 +27,20 @@ def _check_tensor(tensor, op, name, set_id=None, names=None, cuda_ok=False):
         _check_tensor_locally(tensor, op, name, names is not None, cuda_ok)
     except (TypeError, UnsupportedTensorError) as e:
         if set_id is not None:
-            for n in names if names is not None else [name]:
-                try:
-                    _k.refuse(set_id, op, n, str(e))
-                except _k.KoloError:
-                    pass  # not initialised, or not a member: nobody waits for this rank
+            _announce_refusal(set_id, op, names if names is not None else [name], e)
         raise
+
+
+def _announce_refusal(set_id, op, names, error):
+    """Tells the other ranks of process set ``set_id`` that this rank refused operation ``op``
+    ("allreduce", ...) of ``names`` (kolo_refuse_on): their submissions of these names fail
+    with this reason instead of waiting for this rank. For refusals made here in Python, before
+    kolo._kolo sees the submission (kolo's own refusals are announced by kolo)."""
+    for n in names:
+        try:
+            _k.refuse(set_id, op, n, str(error))
+        except _k.KoloError:
+            pass  # not initialised, or not a member: nobody waits for this rank
 
 
 def _check_tensor_locally(tensor, op, name, grouped, cuda_ok):

@@ -98,11 +98,13 @@ class KoloWork(dist._Work):
             raise self._error
         return True
 
+    # Complete once the Future is: _complete sets it before _done (see there), and a caller whose
+    # get_future().wait() has returned must not read False here.
     def is_completed(self):
-        return self._done.is_set()
+        return self._done.is_set() or self._base.done()
 
     def is_success(self):
-        return self._done.is_set() and self._error is None
+        return self.is_completed() and self._error is None
 
     def exception(self):
         return self._error
