@@ -85,9 +85,10 @@ void SetLogRank(int rank, int size) {
 bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
 
 void LogMessage(LogLevel level, std::string_view subsystem, std::string_view message) {
-  static const std::string host = HostName();
+  // Never destroyed, as Logger() says why.
+  static const std::string* const host = new std::string(HostName());
   static const int pid = static_cast<int>(getpid());
-  Logger().log(ToSpd(level), "{} [{}:{} rank {}/{} {}] {}", LevelTag(level), host, pid,
+  Logger().log(ToSpd(level), "{} [{}:{} rank {}/{} {}] {}", LevelTag(level), *host, pid,
                g_rank.load(), g_size.load(), subsystem, message);
 }
 

@@ -194,14 +194,18 @@ class Runtime {
   Status ExecuteReducescatter(const Response& response, TensorEntry& entry);
   Status ExecuteAlltoall(const Response& response, TensorEntry& entry);
   void FailAll(const Status& status);
-  // Called on the background thread with the outcome of each collective it runs (for CUDA
-  // tensors, of enqueueing it). A failure that leaves this rank out of step with its peers is
-  // kept in out_of_step_, and the background loop stops after that Response: kUnavailable (a
-  // peer is gone, or gave up on the collective), kDeadlineExceeded (a peer stopped answering)
-  // and kResourceExhausted (this rank could not allocate what the collective needs, so its
-  // peers run it without this rank). Going on would run the next collective against a peer
-  // still in this one (a wrong result) or wait on a peer that is gone, once per Response.
-  // Other failures (a refusal every rank makes alike) leave the ranks in step.
+  // Called on the background thread with the outcome of each host collective it runs. A
+  // failure that leaves this rank out of step with its peers is kept in out_of_step_, and the
+  // background loop stops after that Response: kUnavailable (a peer is gone, or gave up on the
+  // collective), kDeadlineExceeded (a peer stopped answering) and kResourceExhausted (this rank
+  // could not allocate what the collective needs, so its peers run it without this rank).
+  // Going on would run the next collective against a peer still in this one (a wrong result)
+  // or wait on a peer that is gone, once per Response. Other failures (a refusal every rank
+  // makes alike) leave the ranks in step. Device collectives keep their own rules: a failed
+  // NCCL communicator is aborted and later device collectives of its set fail saying so, while
+  // host collectives go on (NCCL's set-up errors reach every rank alike). Execute sets
+  // out_of_step_ itself where this rank skips a Response its peers run (it disagrees with the
+  // coordinator on the tensors: a bug, kInternal).
   void NoteOutOfStep(const Status& status);
   // Whether fused host responses run in their tensors' own buffers (Start: then every host
   // tensor may fuse; runtime.cc says why).

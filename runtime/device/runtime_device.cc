@@ -43,7 +43,6 @@ bool Runtime::CompletesOnDevice(const Response& response) {
 }
 
 void Runtime::CompleteOnDevice(int device, Status enqueued, Finaliser::Callback finish) {
-  NoteOutOfStep(enqueued);
   // The first error wins: a failure to enqueue says more than the wait for what did get
   // enqueued before it (which still has to end before the handles complete: the outputs may
   // still be written, the inputs still read).
@@ -68,7 +67,8 @@ void Runtime::FinishAllreduceOnDevice(const Response& response, int device,
     for (const TensorEntry& e : *taken) {
       if (!e.handle) timeline_.TensorFinished(e.request, status);
     }
-    // On the finaliser's thread: NoteOutOfStep saw the enqueueing's outcome (CompleteOnDevice).
+    // On the finaliser's thread, so not NoteOutOfStep's: device work fails by its own rules
+    // (runtime.h there).
     static_cast<void>(FinishAllreduce(response, *taken, std::move(status)));
   });
 }

@@ -2,9 +2,10 @@
 flag as mpirun (or srun) gets it, root and oversubscription, the variables passed on, the
 configuration file, and the refusals. The facts of the machine are fixed here (a user, 2 cores,
 an environment), so the lines do not depend on where the test runs; tests/runner/CMakeLists.txt
-also launches real jobs through kolorun. The last tests run real jobs too: SIGTERM to kolorun
-ends every rank, and a rank that ends on a lost peer's error exits cleanly."""
+also launches real jobs through kolorun. The last tests run real jobs too: SIGTERM or SIGHUP to
+kolorun ends every rank, and a rank that ends on a lost peer's error exits cleanly."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -222,6 +223,30 @@ def test_gloo_refuses_what_only_mpirun_does(flags, message, capsys):
         "kolorun: " + message)
 
 
+def test_local_launch_names_the_rank_that_failed_and_how():
+    """The first rank that fails is named with how it ended, and its status is the job's."""
+    script = textwrap.dedent("""\
+        import os, signal, sys, time
+        rank = int(os.environ["RANK"])
+        if rank == 1:
+            sys.exit(3)
+        if rank == 2:
+            time.sleep(1)
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(30)
+        """)
+    done = subprocess.run(
+        [sys.executable, "-m", "kolo.local_launch", "-np", "3", "--grace", "2", "--",
+         "/usr/bin/python3", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert re.search(r"kolo.local_launch: rank 1 \(pid \d+\) exited with status 3; ending "
+                     r"the job", done.stderr), done.stderr
+    from kolo import local_launch
+    assert local_launch._how_it_ended(-9) == "was killed by SIGKILL"
+    assert local_launch._how_it_ended(-200) == "was killed by signal 200"
+
+
 def test_local_launch_gives_each_rank_torchruns_variables():
     from kolo import local_launch
     envs = local_launch.rank_environments(
@@ -269,10 +294,11 @@ def running(pid):
 
 
 @pytest.mark.parametrize("mode", [["--gloo"], []], ids=["gloo", "mpirun"])
-def test_sigterm_to_kolorun_ends_every_rank(mode, tmp_path):
-    """A scheduler or a sweep driver stops a job with SIGTERM to the process it started:
-    kolorun passes it to its launcher, and every rank ends. Each rank writes its pid once the
-    job runs (after an all-reduce checked against the ranks' sum)."""
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_sent_to_kolorun_ends_every_rank(mode, stop, tmp_path):
+    """A scheduler or a sweep driver stops a job with SIGTERM (a closed terminal: SIGHUP) to
+    the process it started: kolorun passes it to its launcher, and every rank ends. Each rank
+    writes its pid once the job runs (after an all-reduce checked against the ranks' sum)."""
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
     env = dict(os.environ)
@@ -292,7 +318,7 @@ def test_sigterm_to_kolorun_ends_every_rank(mode, tmp_path):
                     for r in range(2) if (tmp_path / ("rank.%d" % r)).exists()]
         assert len(pids) == 2 and all(pids), "the job did not start: %s" % (
             job.communicate(timeout=30)[0] if job.poll() is not None else "still starting")
-        job.send_signal(signal.SIGTERM)
+        job.send_signal(stop)
         out = job.communicate(timeout=60)[0]
         until = time.monotonic() + 30
         while any(running(p) for p in pids) and time.monotonic() < until:
@@ -330,35 +356,38 @@ def test_a_survivor_that_ends_on_a_lost_peers_error_exits_cleanly(tmp_path):
     """A rank whose peer is killed while they exchange data gets kolo's error and, like most
     training scripts, ends on it without hvd.shutdown(). kolo's background thread must not
     crash the exiting process by logging after the interpreter's teardown has begun (a logger
-    destroyed at exit gave SIGSEGV in about one run of three). kolorun --gloo, rank 1 killed
-    two seconds into the loop, three times; rank 0 must report the lost peer and no crash."""
+    destroyed at exit crashed such a rank now and then: SIGSEGV). Ranks started as torchrun
+    starts them (kolo.local_launch's variables), rank 1 killed two seconds into the loop, three
+    times; rank 0 must end as Python ends on an uncaught exception (status 1)."""
+    from kolo import local_launch
     here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
-    env = dict(os.environ)
-    env.setdefault("KOLO_BUILD_DIR", os.path.join(root, "build"))
+    build = os.environ.get("KOLO_BUILD_DIR",
+                           os.path.join(os.path.dirname(os.path.dirname(here)), "build"))
     script = tmp_path / "survivor.py"
     script.write_text(SURVIVOR)
+    base = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     for attempt in range(3):
         for r in range(2):
             if (tmp_path / ("rank.%d" % r)).exists():
                 (tmp_path / ("rank.%d" % r)).unlink()
-        job = subprocess.Popen(
-            [os.path.join(root, "scripts", "kolorun"), "--gloo", "-np", "2", "/usr/bin/python3",
-             str(script), str(tmp_path)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        ranks = [subprocess.Popen(["/usr/bin/python3", str(script), str(tmp_path)], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  universal_newlines=True)
+                 for env in local_launch.rank_environments(2, base)]
         try:
             until = time.monotonic() + 90
             pid = tmp_path / "rank.1"
             while not (pid.exists() and pid.read_text()) and time.monotonic() < until:
                 time.sleep(0.1)
-            assert pid.exists(), job.communicate(timeout=60)[0]
+            assert pid.exists(), "attempt %d: rank 1 did not start" % attempt
             time.sleep(2)
             os.kill(int(pid.read_text()), signal.SIGKILL)
-            out = job.communicate(timeout=90)[0]
+            out = ranks[0].communicate(timeout=90)[0]
         finally:
-            if job.poll() is None:
-                job.kill()
-                job.wait()
+            for p in ranks:
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+        assert ranks[0].returncode == 1, "attempt %d: rank 0 ended with %d:\n%s" % (
+            attempt, ranks[0].returncode, out)
         assert "is gone" in out, "attempt %d:\n%s" % (attempt, out)
-        assert "Segmentation" not in out and "signal 11" not in out, "attempt %d:\n%s" % (
-            attempt, out)

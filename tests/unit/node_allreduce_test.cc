@@ -279,7 +279,9 @@ TEST(ShmAllreduceFaultTest, AbsentPeerIsReportedNotWaitedForever) {
 // on that collective in the next one: the peer's barrier counter stays where that collective
 // left it, and the skipping rank's next barrier reaches that number. The next collective has
 // to fail on every rank, naming the peer, instead of reducing against the slots the peer
-// filled for the collective it gave up on. Small (one slot) and pieced paths, 2 and 3 ranks.
+// filled for the collective it gave up on. The small path (one barrier per call) is where the
+// stale slots were reduced and OK returned; the pieced path, whose second barrier saw the flag
+// already, must fail the same way. 2 and 3 ranks.
 TEST(ShmAllreduceFaultTest, PeerThatGaveUpIsNotMetByTheNextCollective) {
   for (int ranks : {2, 3}) {
     for (size_t count : {size_t{16}, size_t{300000}}) {

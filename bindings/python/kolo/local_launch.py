@@ -15,8 +15,10 @@ of joined.
 Each rank's output comes through as it comes, every line prefixed with "[rank R] ". The exit
 status is the first non-zero one of a rank, after the others had --grace seconds to report the
 loss and end (then SIGTERM, and SIGKILL after another --grace); 124 when the job outlives
---timeout; else 0. SIGTERM or Ctrl-C here ends the ranks the same way: each runs in a session of
-its own, as under torchrun, and would otherwise outlive this process.
+--timeout; else 0. The first rank that fails is named on standard error, with how it ended
+("rank 1 (pid 4242) was killed by SIGKILL"). SIGTERM, SIGHUP or Ctrl-C here ends the ranks the
+same way: each runs in a session of its own, as under torchrun, and would otherwise outlive this
+process.
 """
 import argparse
 import os
@@ -59,6 +61,16 @@ def _pump(stream, rank, out):
         out.flush()
 
 
+def _how_it_ended(returncode):
+    """"exited with status 3", "was killed by SIGKILL": a failed rank's end, for the message."""
+    if returncode >= 0:
+        return "exited with status %d" % returncode
+    try:
+        return "was killed by %s" % signal.Signals(-returncode).name
+    except ValueError:
+        return "was killed by signal %d" % -returncode
+
+
 def run(np_, command, environ=None, timeout=None, grace=5.0):
     """Runs `command` as `np_` ranks; returns the job's exit status (see the module's text)."""
     envs = rank_environments(np_, dict(os.environ if environ is None else environ))
@@ -76,7 +88,10 @@ def run(np_, command, environ=None, timeout=None, grace=5.0):
     def terminated(signum, frame):
         raise SystemExit(128 + signum)
 
-    previous = signal.signal(signal.SIGTERM, terminated)
+    # SIGTERM and SIGHUP (kolorun passes both on) end the job through end_all below: the ranks
+    # run in sessions of their own, which nothing else signals.
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, terminated) for s in stops}
     status = 0
     try:
         for rank, env in enumerate(envs):
@@ -92,6 +107,9 @@ def run(np_, command, environ=None, timeout=None, grace=5.0):
             failed = [p for p in procs if p.poll() not in (None, 0)]
             if failed:
                 status = failed[0].returncode
+                print("kolo.local_launch: rank %d (pid %d) %s; ending the job"
+                      % (procs.index(failed[0]), failed[0].pid, _how_it_ended(status)),
+                      file=sys.stderr)
                 # The others get the grace period to report the loss themselves (and to end).
                 until = time.monotonic() + grace
                 while time.monotonic() < until and any(p.poll() is None for p in procs):
@@ -106,10 +124,15 @@ def run(np_, command, environ=None, timeout=None, grace=5.0):
     except KeyboardInterrupt:
         status = 130
     finally:
+        # A second stop (a process group's SIGTERM arriving beside kolorun's) must not cut the
+        # ranks' ending short.
+        for s in stops:
+            signal.signal(s, signal.SIG_IGN)
         end_all()
         for t in pumps:
             t.join(timeout=5)
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     if status == 0:
         status = next((p.returncode for p in procs if p.returncode != 0), 0)
     return 1 if status < 0 else status

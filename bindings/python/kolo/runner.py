@@ -427,31 +427,45 @@ def run_launcher(cmd, environ):
     job running. Ctrl-C in a terminal reaches the launcher by itself (the terminal signals the
     whole foreground group), and Open MPI's mpirun takes a second SIGINT soon after the first as
     a forced abort, so SIGINT is not passed on: kolorun then waits for the launcher to end the
-    job, and a launcher that did not get it (``kill -INT`` of kolorun alone) gets SIGTERM."""
-    child = subprocess.Popen(cmd, env=environ)
+    job, and a launcher still running 10 s later (``kill -INT`` of kolorun alone) gets SIGTERM.
+    Off the main thread Python cannot catch signals, and nothing is passed on."""
+    forwarded = (signal.SIGTERM, signal.SIGHUP)
+    child = None
+    pending = []  # a stop that came before the launcher existed
 
     def forward(signum, frame):
-        if child.poll() is None:
+        if child is None:
+            pending.append(signum)
+        elif child.poll() is None:
             child.send_signal(signum)
 
-    forwarded = (signal.SIGTERM, signal.SIGHUP)
-    previous = {s: signal.signal(s, forward) for s in forwarded}
-    interrupted = False
     try:
+        previous = {s: signal.signal(s, forward) for s in forwarded}
+    except ValueError:  # not the main thread
+        previous = {}
+    ctrl_c = False   # Ctrl-C came: the exit status is 130, as a shell's
+    waiting = False  # ... and the launcher has 10 s to end the job by itself
+    try:
+        child = subprocess.Popen(cmd, env=environ)
+        for signum in pending:
+            forward(signum, None)
         while True:
             try:
-                status = child.wait()
-                break
-            except KeyboardInterrupt:
-                interrupted = True
+                if not waiting:
+                    status = child.wait()
+                    break
                 try:
-                    child.wait(timeout=2)
+                    status = child.wait(timeout=10)
+                    break
                 except subprocess.TimeoutExpired:
                     forward(signal.SIGTERM, None)
+                    waiting = False  # the launcher ends the job now: wait for it
+            except KeyboardInterrupt:
+                ctrl_c = waiting = True
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    if interrupted:
+    if ctrl_c:
         return 130
     return 128 - status if status < 0 else status
 
