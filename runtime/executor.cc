@@ -142,17 +142,17 @@ void Runtime::Execute(const Response& response) {
     entries.push_back(std::move(e));
   }
   if (entries.size() != tensors && response.type != ResponseType::kError) {
-    const Status disagree = InternalError(
-        (entries.empty() ? std::string("a collective")
-                         : OpLabel(entries[0].request.op, entries[0].request.name)) +
-        ": coordinator and rank " + std::to_string(layout_.rank) + " disagree on the tensors");
-    for (TensorEntry& e : entries) {
-      Finish(e, InternalError(OpLabel(e.request.op, e.request.name) +
-                              ": coordinator and rank " + std::to_string(layout_.rank) +
-                              " disagree on the tensors"));
-    }
+    const std::string why =
+        ": coordinator and rank " + std::to_string(layout_.rank) + " disagree on the tensors";
     // This rank skips a collective its peers run: it is out of step with them (a bug).
-    if (out_of_step_.ok()) out_of_step_ = disagree;
+    if (out_of_step_.ok()) {
+      out_of_step_ = InternalError((entries.empty()
+                                        ? std::string("a collective")
+                                        : OpLabel(entries[0].request.op, entries[0].request.name)) +
+                                   why);
+    }
+    for (TensorEntry& e : entries)
+      Finish(e, InternalError(OpLabel(e.request.op, e.request.name) + why));
     return;
   }
   const Runner run = RunnerFor(response.type, response.device >= 0);

@@ -67,9 +67,7 @@ uint64_t RunSteps(Runtime& rt, int ranks) {
 }
 
 Config SlowCycles(int64_t direct_bytes) {
-  Config c;
-  c.cycle_time_ms = 30;
-  c.wake_on_submit = false;
+  Config c = testing::SlowCycles();
   c.fusion_direct_bytes = direct_bytes;
   return c;
 }

@@ -6,11 +6,12 @@
 // and the first failure's reason. Going on would run each later collective against a peer that
 // is gone, or one still inside the collective that failed. The thread world's data world is
 // aborted while its control world still works, so the negotiation goes on and only this rule
-// stops the runtime. The two tensors differ in dtype, so they never fuse; cycles are 30 ms apart
-// and submissions do not start them, so they are usually negotiated together (either way, the
-// one that runs second must not run).
+// stops the runtime. The two tensors differ in dtype, so they never fuse; with testing::
+// SlowCycles they are usually negotiated together (either way, the one that runs second must
+// not run).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,13 +22,6 @@ namespace kolo {
 namespace {
 
 constexpr char kLostDataPlane[] = "the data plane is gone (aborted by the test)";
-
-Config SlowCyclesNoWake() {
-  Config c;
-  c.cycle_time_ms = 30;
-  c.wake_on_submit = false;
-  return c;
-}
 
 // The outcome of a submission: the refusal, or what its handle completed with.
 Status OutcomeOf(const StatusOr<std::shared_ptr<Handle>>& h) {
@@ -40,75 +34,66 @@ bool IsKoloStopped(const Status& s) {
          s.message().find(kLostDataPlane) != std::string::npos;
 }
 
-class RuntimeOutOfStepTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(RuntimeOutOfStepTest, ALostDataPlaneStopsTheRuntimeBeforeTheNextResponse) {
-  const int ranks = GetParam();
+// Starts `ranks` runtimes, aborts their data world, runs fn(runtime) on one thread per rank,
+// then shuts them down.
+void RunOnALostDataPlane(int ranks, const std::function<void(Runtime&)>& fn) {
   std::shared_ptr<LoopbackWorld> data;
-  auto runtimes = testing::StartRuntimes(ranks, SlowCyclesNoWake(), "", &data);
+  auto runtimes = testing::StartRuntimes(ranks, testing::SlowCycles(), "", &data);
   ASSERT_EQ(runtimes.size(), static_cast<size_t>(ranks));
   data->Abort(kLostDataPlane);
   std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      Runtime& rt = *runtimes[r];
-      std::vector<float> x(8, 1.0f);
-      std::vector<int32_t> y(8, 1);
-      auto hx = rt.Enqueue(testing::FloatSum("x", x.data(), x.data(), 8));
-      auto hy = rt.Enqueue(
-          testing::HostAllreduce("y", y.data(), y.data(), DataType::kInt32, {8}, ReduceOp::kSum));
-      const Status sx = OutcomeOf(hx), sy = OutcomeOf(hy);
-      // One of them ran and met the lost data plane; the other must not have run.
-      const Status& ran = IsKoloStopped(sx) ? sy : sx;
-      const Status& other = IsKoloStopped(sx) ? sx : sy;
-      EXPECT_EQ(ran.code(), StatusCode::kUnavailable) << "rank " << r << ": " << ran.ToString();
-      EXPECT_NE(ran.message().find(kLostDataPlane), std::string::npos) << ran.ToString();
-      EXPECT_TRUE(IsKoloStopped(other))
-          << "rank " << r << ": the other tensor: " << other.ToString();
-      // And nothing runs after it.
-      std::vector<float> z(8, 1.0f);
-      const Status sz = OutcomeOf(rt.Enqueue(testing::FloatSum("z", z.data(), z.data(), 8)));
-      EXPECT_TRUE(IsKoloStopped(sz)) << "rank " << r << ": a later submission: " << sz.ToString();
-      EXPECT_EQ(z[0], 1.0f);  // never reduced
-    });
-  }
+  for (auto& rt : runtimes) threads.emplace_back([&fn, &rt] { fn(*rt); });
   for (auto& t : threads) t.join();
   for (auto& rt : runtimes) rt->Shutdown();
+}
+
+class RuntimeOutOfStepTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(RuntimeOutOfStepTest, ALostDataPlaneStopsTheRuntimeBeforeTheNextResponse) {
+  RunOnALostDataPlane(GetParam(), [](Runtime& rt) {
+    const int r = rt.layout().rank;
+    std::vector<float> x(8, 1.0f);
+    std::vector<int32_t> y(8, 1);
+    auto hx = rt.Enqueue(testing::FloatSum("x", x.data(), x.data(), 8));
+    auto hy = rt.Enqueue(
+        testing::HostAllreduce("y", y.data(), y.data(), DataType::kInt32, {8}, ReduceOp::kSum));
+    const Status sx = OutcomeOf(hx), sy = OutcomeOf(hy);
+    // One of them ran and met the lost data plane; the other must not have run.
+    const Status& ran = IsKoloStopped(sx) ? sy : sx;
+    const Status& other = IsKoloStopped(sx) ? sx : sy;
+    EXPECT_EQ(ran.code(), StatusCode::kUnavailable) << "rank " << r << ": " << ran.ToString();
+    EXPECT_NE(ran.message().find(kLostDataPlane), std::string::npos) << ran.ToString();
+    EXPECT_TRUE(IsKoloStopped(other)) << "rank " << r << ": the other tensor: " << other.ToString();
+    // And nothing runs after it.
+    std::vector<float> z(8, 1.0f);
+    const Status sz = OutcomeOf(rt.Enqueue(testing::FloatSum("z", z.data(), z.data(), 8)));
+    EXPECT_TRUE(IsKoloStopped(sz)) << "rank " << r << ": a later submission: " << sz.ToString();
+    EXPECT_EQ(z[0], 1.0f);  // never reduced
+  });
 }
 
 // A fused group that fails: each handle's error names its own tensor and the group (a grouped
 // submission is negotiated and fused as one), so a caller waiting on any tensor of a step's
 // gradients reads which one it was.
 TEST_P(RuntimeOutOfStepTest, EachTensorOfAFailedFusedGroupIsNamedInItsOwnError) {
-  const int ranks = GetParam();
-  std::shared_ptr<LoopbackWorld> data;
-  auto runtimes = testing::StartRuntimes(ranks, SlowCyclesNoWake(), "", &data);
-  ASSERT_EQ(runtimes.size(), static_cast<size_t>(ranks));
-  data->Abort(kLostDataPlane);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      Runtime& rt = *runtimes[r];
-      const std::vector<std::string> names = {"grad.fc", "grad.conv1", "grad.bn1"};
-      std::vector<std::vector<float>> bufs(names.size(), std::vector<float>(16, 1.0f));
-      std::vector<Submission> group;
-      for (size_t k = 0; k < names.size(); ++k) {
-        group.push_back(testing::FloatSum(names[k], bufs[k].data(), bufs[k].data(), 16));
-      }
-      auto handles = rt.EnqueueGroup(group);
-      ASSERT_TRUE(handles.ok()) << handles.status().ToString();
-      for (size_t k = 0; k < names.size(); ++k) {
-        const Status s = testing::WaitFor(*(*handles)[k]);
-        const std::string own =
-            "allreduce '" + names[k] + "' (fused with 2 more, 192 bytes in all)";
-        EXPECT_EQ(s.code(), StatusCode::kUnavailable) << "rank " << r << ": " << s.ToString();
-        EXPECT_EQ(s.message().rfind(own, 0), 0u) << "rank " << r << ": " << s.message();
-        EXPECT_NE(s.message().find(kLostDataPlane), std::string::npos) << s.message();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& rt : runtimes) rt->Shutdown();
+  RunOnALostDataPlane(GetParam(), [](Runtime& rt) {
+    const int r = rt.layout().rank;
+    const std::vector<std::string> names = {"grad.fc", "grad.conv1", "grad.bn1"};
+    std::vector<std::vector<float>> bufs(names.size(), std::vector<float>(16, 1.0f));
+    std::vector<Submission> group;
+    for (size_t k = 0; k < names.size(); ++k) {
+      group.push_back(testing::FloatSum(names[k], bufs[k].data(), bufs[k].data(), 16));
+    }
+    auto handles = rt.EnqueueGroup(group);
+    ASSERT_TRUE(handles.ok()) << handles.status().ToString();
+    for (size_t k = 0; k < names.size(); ++k) {
+      const Status s = testing::WaitFor(*(*handles)[k]);
+      const std::string own = "allreduce '" + names[k] + "' (fused with 2 more, 192 bytes in all)";
+      EXPECT_EQ(s.code(), StatusCode::kUnavailable) << "rank " << r << ": " << s.ToString();
+      EXPECT_EQ(s.message().rfind(own, 0), 0u) << "rank " << r << ": " << s.message();
+      EXPECT_NE(s.message().find(kLostDataPlane), std::string::npos) << s.message();
+    }
+  });
 }
 
 // A forced all-reduce algorithm no build has is a malformed setting, refused at the start as

@@ -49,6 +49,15 @@ inline Config FastConfig() {
   return c;
 }
 
+// Cycles 30 ms apart that submissions do not start: tensors queued back to back are usually
+// negotiated in one cycle (tests whose subject is what a cycle's Responses do together).
+inline Config SlowCycles() {
+  Config c;
+  c.cycle_time_ms = 30;
+  c.wake_on_submit = false;
+  return c;
+}
+
 // `ranks` started Runtimes over fresh loopback control and data worlds (empty on failure).
 // `grouping`: "" gives the data communicators no node context; else a node grouping as
 // RunOnThreadWorld's ("1": every rank on one node that shares memory, where shm runs).
